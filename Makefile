@@ -1,0 +1,41 @@
+# hicache — top-level entry points. The real build is CMake; this file only
+# names the common jobs.
+#   make            release build in build/
+#   make test       install missing Debian packages, ASan+UBSan build, ctest
+#   make tsan       ThreadSanitizer build of the concurrency tests
+#   make install    install the release build (PREFIX=/usr/local)
+#   make bench      foundation benchmarks, figures to stdout
+
+PREFIX ?= /usr/local
+JOBS ?= $(shell nproc)
+CMAKE ?= cmake
+
+.PHONY: all release test tsan install bench clean deps
+
+all: release
+
+release:
+	$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) -DHC_BUILD_TESTS=OFF
+	$(CMAKE) --build build -j $(JOBS)
+
+deps:
+	bash scripts/deps.sh
+
+test: deps
+	$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHC_SANITIZE=ON
+	$(CMAKE) --build build-asan -j $(JOBS)
+	cd build-asan && ctest --output-on-failure -j $(JOBS)
+
+tsan: deps
+	$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DHC_TSAN=ON -DHC_BUILD_BENCH=OFF
+	$(CMAKE) --build build-tsan -j $(JOBS)
+	cd build-tsan && ctest --output-on-failure -L concurrency
+
+install: release
+	$(CMAKE) --install build
+
+bench: release
+	bash bench/run_foundation.sh
+
+clean:
+	rm -rf build build-asan build-tsan

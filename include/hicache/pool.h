@@ -1,0 +1,217 @@
+/*
+ * hicache — host pools and their page geometry.
+ *
+ * A pool is host memory divided into pages (page_size tokens each) plus a
+ * slot allocator that hands out whole pages. Kinds:
+ *
+ *   KV (MHA)  two halves, K then V, in one mapping; layouts (SGLang's):
+ *               layer_first        (2, layers, tokens, heads, head_dim)
+ *               page_first         (2, tokens, layers, heads, head_dim)
+ *               page_first_direct  (2, pages, layers, page_size, heads, head_dim)
+ *   KV (MLA)  the same without the leading K/V axis (one latent buffer)
+ *   Mamba     page_size 1; one temporal buffer (slots, layers, temporal
+ *             bytes; may be empty) and N conv buffers (slots, layers, conv bytes)
+ *   indexer   one buffer of pages x page_bytes (any page_bytes, e.g. not a
+ *             multiple of 4096)
+ *   anchor    logical: slots only, no data (gates side pools in storage)
+ *
+ * Flat page: the bytes of one page as stored in a single object: K half then
+ * V half, each in the layout's order (page_first: tokens, layers, heads,
+ * head_dim; the others: layers, tokens, heads, head_dim); Mamba: temporal
+ * bytes then each conv buffer's bytes; indexer: the page's bytes.
+ *
+ * Zero-copy segments: for layouts that keep a page contiguous within each
+ * buffer (page_first, page_first_direct, Mamba, indexer), a page is one
+ * (address, length) per buffer, in order K, V (MLA: one), temporal then
+ * conv i (empty buffers are skipped). Their concatenation is the flat page.
+ *
+ * Thread-safety: geometry queries, segments, gather and scatter are safe
+ * from any thread (gather/scatter of the same page race like memcpy does);
+ * the slot allocator is thread-safe; create/destroy must not race with
+ * anything else on the pool.
+ */
+#ifndef HICACHE_POOL_H
+#define HICACHE_POOL_H
+
+#include <hicache/common.h>
+#include <hicache/key.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct hc_config;
+struct hc_mem_opts;
+struct hc_pool;
+struct hc_pool_group;
+struct hc_slots;
+
+enum hc_pool_kind {
+	HC_POOL_KV,
+	HC_POOL_MAMBA,
+	HC_POOL_INDEXER,
+	HC_POOL_ANCHOR,
+};
+
+enum hc_kv_layout {
+	HC_LAYOUT_LAYER_FIRST,
+	HC_LAYOUT_PAGE_FIRST,
+	HC_LAYOUT_PAGE_FIRST_DIRECT,
+};
+
+#define HC_MAMBA_MAX_CONV 8
+
+struct hc_kv_geometry {
+	uint32_t layers;
+	uint32_t heads;      /* MLA: usually 1 */
+	uint32_t head_dim;   /* MLA: kv_lora_rank + rope dim */
+	uint32_t elem_bytes; /* bytes per element (2 for bf16) */
+	uint32_t page_size;  /* tokens per page */
+	uint64_t pages;
+	enum hc_kv_layout layout;
+	bool mla;
+};
+
+struct hc_mamba_geometry {
+	uint64_t slots;          /* states (pages of one token) */
+	uint32_t layers;
+	uint64_t temporal_bytes; /* per layer and slot; 0 = no temporal buffer */
+	uint32_t nconv;          /* 0..HC_MAMBA_MAX_CONV */
+	uint64_t conv_bytes[HC_MAMBA_MAX_CONV]; /* per layer and slot, each > 0 */
+};
+
+struct hc_indexer_geometry {
+	uint64_t pages;
+	uint32_t page_size;  /* tokens per page */
+	uint64_t page_bytes; /* bytes per page, any value > 0 */
+};
+
+struct hc_anchor_geometry {
+	uint64_t pages;
+	uint32_t page_size;
+};
+
+/* One piece of a page inside pool memory. */
+struct hc_segment {
+	void *addr;
+	size_t len;
+	enum hc_component component; /* HC_COMP_K, _V, _MAMBA_TEMPORAL, _MAMBA_CONV, _PLAIN */
+	uint32_t index;              /* conv index for HC_COMP_MAMBA_CONV */
+};
+
+/* Constructors. mem_opts may be NULL (defaults: normal pages, pre-faulted).
+ * They return 0, -EINVAL (a zero or overflowing dimension, bad layout; the
+ * message names the field), -ENOMEM, or an hc_mem_alloc() error. */
+HC_API int hc_pool_create_kv(const struct hc_kv_geometry *geo, const struct hc_mem_opts *mem_opts,
+			     struct hc_pool **out);
+HC_API int hc_pool_create_mamba(const struct hc_mamba_geometry *geo,
+				const struct hc_mem_opts *mem_opts, struct hc_pool **out);
+HC_API int hc_pool_create_indexer(const struct hc_indexer_geometry *geo,
+				  const struct hc_mem_opts *mem_opts, struct hc_pool **out);
+HC_API int hc_pool_create_anchor(const struct hc_anchor_geometry *geo, struct hc_pool **out);
+/* Accepts NULL. */
+HC_API void hc_pool_destroy(struct hc_pool *pool);
+
+HC_API enum hc_pool_kind hc_pool_kind(const struct hc_pool *pool);
+HC_API const char *hc_pool_kind_name(enum hc_pool_kind kind);
+HC_API const char *hc_kv_layout_name(enum hc_kv_layout layout);
+/* "layer_first", "page_first", "page_first_direct". Returns 0 or -EINVAL. */
+HC_API int hc_kv_layout_parse(const char *text, enum hc_kv_layout *out);
+
+HC_API uint64_t hc_pool_pages(const struct hc_pool *pool);
+HC_API uint32_t hc_pool_page_tokens(const struct hc_pool *pool);
+/* Bytes of one flat page (0 for an anchor pool). */
+HC_API size_t hc_pool_page_bytes(const struct hc_pool *pool);
+/* The geometry the pool was created with, or NULL if it is another kind. */
+HC_API const struct hc_kv_geometry *hc_pool_kv_geometry(const struct hc_pool *pool);
+HC_API const struct hc_mamba_geometry *hc_pool_mamba_geometry(const struct hc_pool *pool);
+
+/* Does every buffer keep each page contiguous (so zero-copy segments exist)? */
+HC_API bool hc_pool_contiguous(const struct hc_pool *pool);
+/* Is every buffer base and every page stride a multiple of alignment (a
+ * power of two)? False for a non-contiguous layout or an anchor pool. */
+HC_API bool hc_pool_aligned(const struct hc_pool *pool, size_t alignment);
+
+/* Number of zero-copy segments per page (0 when not contiguous). */
+HC_API unsigned hc_pool_segment_count(const struct hc_pool *pool);
+/* Fill segs with the page's segments. Returns the count, -EINVAL (page out
+ * of range, segs NULL), -EOPNOTSUPP (layout not contiguous, or anchor pool),
+ * -ENOSPC (max too small). Addresses live as long as the pool. */
+HC_API int hc_pool_page_segments(const struct hc_pool *pool, uint64_t page,
+				 struct hc_segment *segs, unsigned max);
+
+/* Copy the page into flat bytes / from flat bytes. len must be at least
+ * hc_pool_page_bytes(). Returns 0 or -EINVAL (page out of range, NULL,
+ * short buffer, anchor pool). */
+HC_API int hc_pool_gather(const struct hc_pool *pool, uint64_t page, void *dst, size_t len);
+HC_API int hc_pool_scatter(struct hc_pool *pool, uint64_t page, const void *src, size_t len);
+
+/* Memory regions of the pool (to register with an I/O engine). Returns the
+ * count written (at most max), 0 for an anchor pool. */
+HC_API unsigned hc_pool_regions(const struct hc_pool *pool, struct hc_region *out, unsigned max);
+
+/* The pool's slot allocator (owned by the pool). */
+HC_API struct hc_slots *hc_pool_slots(struct hc_pool *pool);
+
+/*
+ * Slot allocator: pages 0..n-1, O(1) alloc and free, thread-safe.
+ * Freeing a slot that is not allocated (twice, or never given out, or out
+ * of range) is -EINVAL and changes nothing.
+ */
+HC_API int hc_slots_create(uint64_t count, struct hc_slots **out);
+HC_API void hc_slots_destroy(struct hc_slots *slots);
+/* All n or none: returns 0, -ENOSPC (fewer than n free), -EINVAL. */
+HC_API int hc_slots_alloc(struct hc_slots *slots, size_t n, uint64_t *out);
+/* All n or none: returns 0, or -EINVAL when any slot is invalid, not
+ * allocated or repeated in the list (then none is freed). */
+HC_API int hc_slots_free(struct hc_slots *slots, size_t n, const uint64_t *pages);
+HC_API uint64_t hc_slots_available(const struct hc_slots *slots);
+HC_API uint64_t hc_slots_count(const struct hc_slots *slots);
+HC_API bool hc_slots_is_allocated(const struct hc_slots *slots, uint64_t page);
+
+/*
+ * Pool group: named pools (kv, mamba, swa, indexer, ...) with exactly one
+ * anchor (a KV or anchor pool). The group owns the pools it holds.
+ */
+HC_API int hc_pool_group_create(struct hc_pool_group **out);
+/* Destroys the group and every pool in it. Accepts NULL. */
+HC_API void hc_pool_group_destroy(struct hc_pool_group *group);
+/* Takes ownership of pool on success only. name: [a-z0-9_]{1,32}.
+ * Returns 0, -EINVAL (bad name, NULL, anchor of the wrong kind), -EEXIST
+ * (name taken, pool already in the group, or a second anchor). */
+HC_API int hc_pool_group_add(struct hc_pool_group *group, const char *name, struct hc_pool *pool,
+			     bool anchor);
+HC_API struct hc_pool *hc_pool_group_find(const struct hc_pool_group *group, const char *name);
+/* NULL when no anchor was added. */
+HC_API struct hc_pool *hc_pool_group_anchor(const struct hc_pool_group *group);
+HC_API const char *hc_pool_group_anchor_name(const struct hc_pool_group *group);
+HC_API size_t hc_pool_group_count(const struct hc_pool_group *group);
+/* i-th pool in insertion order; *name (if not NULL) gets its name. NULL past the end. */
+HC_API struct hc_pool *hc_pool_group_at(const struct hc_pool_group *group, size_t i,
+					const char **name);
+
+/*
+ * Sizing a host pool: from bytes, or from a ratio of the device pool.
+ */
+struct hc_pool_sizing {
+	size_t struct_size;
+	uint64_t bytes;         /* > 0: pool of this many bytes (config hicache_size, GB) */
+	double ratio;           /* else ratio x device_pages (config hicache_ratio, default 2.0) */
+	uint64_t device_pages;  /* pages in the device pool, for the ratio */
+	uint64_t reserve_bytes; /* memory to leave free (config host_memory_reserve_gb, default 10) */
+};
+HC_API void hc_pool_sizing_init(struct hc_pool_sizing *s, size_t size);
+HC_API int hc_pool_sizing_from_config(struct hc_pool_sizing *s, const struct hc_config *cfg);
+/* Pages of page_bytes each. Returns 0, -EINVAL (nothing to size from, a
+ * result of 0 pages, overflow), -ENOMEM (more than MemAvailable minus the
+ * reserve; the message gives both figures). */
+HC_API int hc_pool_size_pages(const struct hc_pool_sizing *s, size_t page_bytes, uint64_t *pages);
+/* The same check against a given amount of available memory (testable). */
+HC_API int hc_pool_size_pages_avail(const struct hc_pool_sizing *s, size_t page_bytes,
+				    uint64_t available, uint64_t *pages);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HICACHE_POOL_H */

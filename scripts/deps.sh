@@ -1,0 +1,29 @@
+#!/bin/bash
+# Install the Debian packages hicache needs to build and test, only those
+# that are missing. Safe to run again; needs root (or sudo) only when
+# something is missing.
+set -euo pipefail
+
+PACKAGES=(gcc make cmake pkg-config python3 liburing-dev libssl-dev libxxhash-dev libcjson-dev
+	libcmocka-dev)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+		missing+=("$pkg")
+	fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "deps: all packages present"
+	exit 0
+fi
+
+echo "deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+	SUDO="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

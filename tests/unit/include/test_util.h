@@ -1,0 +1,37 @@
+/* Shared helpers for the unit tests (cmocka). */
+#ifndef HC_TEST_UTIL_H
+#define HC_TEST_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <hicache/hicache.h>
+
+/* Exit code that ctest reports as "skipped". */
+#define TEST_SKIP_CODE 77
+
+/* The last failure message contains `needle`. */
+#define assert_last_error_contains(needle)                                                    \
+	do {                                                                                  \
+		const char *msg_ = hc_last_error();                                           \
+		if (!strstr(msg_, (needle)))                                                  \
+			fail_msg("hc_last_error() = \"%s\", expected it to contain \"%s\"", msg_, \
+				 (needle));                                                   \
+	} while (0)
+
+/* Deterministic pseudo-random bytes (splitmix64). */
+static inline uint64_t test_mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+#endif

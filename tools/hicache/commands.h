@@ -1,0 +1,18 @@
+/* The hicache CLI: one subcommand per file, each with this signature.
+ * argv[0] is the subcommand name. Returns the process exit status. */
+#ifndef HC_TOOLS_COMMANDS_H
+#define HC_TOOLS_COMMANDS_H
+
+struct cli_command {
+	const char *name;
+	const char *summary;
+	int (*run)(int argc, char **argv);
+};
+
+int cmd_keys(int argc, char **argv);
+int cmd_config(int argc, char **argv);
+
+/* Print "hicache: <what>: <hc_last_error() or hc_strerror(rc)>" to stderr. */
+void cli_report(const char *what, int rc);
+
+#endif

@@ -1,0 +1,56 @@
+/* hicache — command-line tool. Uses only the public API. */
+#include "commands.h"
+
+#include <hicache/hicache.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct cli_command commands[] = {
+	{"keys", "print page keys, physical names and buckets of token ids read from stdin",
+	 cmd_keys},
+	{"config", "print every configuration key with its effective value and source",
+	 cmd_config},
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: hicache <command> [options]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "\n'hicache <command> --help' describes one command.\n");
+}
+
+void cli_report(const char *what, int rc)
+{
+	const char *detail = hc_last_error();
+	fprintf(stderr, "hicache: %s: %s\n", what, detail[0] ? detail : hc_strerror(rc));
+}
+
+/* Failures reach the user once, through cli_report(); everything else the
+ * library says (warnings, and more with HICACHE_LOG) goes to stderr. */
+static void cli_log(enum hc_log_level level, const char *msg, void *arg)
+{
+	(void)arg;
+	if (level != HC_LOG_ERROR)
+		fprintf(stderr, "hicache: %s\n", msg);
+}
+
+int main(int argc, char **argv)
+{
+	hc_log_set_handler(cli_log, NULL);
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("hicache %s\n", hc_version());
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "hicache: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
