@@ -1,5 +1,7 @@
-/* Slot allocator: all-or-nothing alloc and free, misuse is -EINVAL and
- * changes nothing, and many threads never get the same slot. */
+/* HC_TEST_CONCURRENCY
+ * Slot allocator: all-or-nothing alloc and free, misuse is -EINVAL and
+ * changes nothing, and many threads never get the same slot.
+ */
 #include "test_util.h"
 
 #include <errno.h>

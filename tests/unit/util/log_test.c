@@ -1,4 +1,5 @@
-/* Logger: level filtering, custom handler, HICACHE_LOG parsing, and
+/* HC_TEST_CONCURRENCY
+ * Logger: level filtering, custom handler, HICACHE_LOG parsing, and
  * hc_last_error() kept per thread whatever the level. */
 #include "test_util.h"
 #include "util/util.h"
