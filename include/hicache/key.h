@@ -37,7 +37,7 @@ extern "C" {
 #define HC_KEY_BYTES 32
 #define HC_KEY_HEX_LEN 64
 /* Longest sanitised model name. Keeps every physical name under NAME_MAX. */
-#define HC_MODEL_NAME_MAX 128
+#define HC_MODEL_NAME_MAX 120
 /* Longest pool name ([a-z0-9_], not empty). */
 #define HC_POOL_NAME_MAX 32
 /* Buffer size that holds any physical name with its NUL. */
