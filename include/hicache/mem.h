@@ -47,10 +47,11 @@ struct hc_mem_opts {
 	unsigned prefault_threads; /* 0 = automatic (one per CPU, 1 GiB per thread at least) */
 	bool prefault;             /* touch every page now (default true) */
 	bool lock;                 /* mlock the region (default false) */
-	/* Called after the region is mapped and pre-faulted; non-zero fails the
-	 * allocation (the region is unmapped, the value returned). */
+	/* Called after the region is mapped and pre-faulted, with the whole
+	 * mapping (hc_mem_addr, hc_mem_mapped_len) and hook_arg; non-zero fails
+	 * the allocation (the region is unmapped, the value returned). */
 	hc_mem_hook_fn on_map;
-	/* Called before the region is unmapped. */
+	/* Called before the region is unmapped, with the same addr and len. */
 	hc_mem_hook_fn on_unmap;
 	void *hook_arg;
 };
