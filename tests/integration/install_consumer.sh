@@ -103,6 +103,6 @@ done < <(nm -D --defined-only "$libdir/libhicache.so" | awk '$2 ~ /^[TDBR]$/ {pr
 # ...and every function declared HC_API is exported.
 while read -r sym; do
 	nm -D --defined-only "$libdir/libhicache.so" | grep -qw "$sym" || { echo "declared but not exported: $sym"; bad=1; }
-done < <(grep -ho 'HC_API[^(]*(' "$prefix"/include/hicache/*.h | sed -E 's/.*[ *]([a-z_0-9]+)\($/\1/' | sort -u)
+done < <(grep -ho '^HC_API[^(]*(' "$prefix"/include/hicache/*.h | sed -E 's/.*[ *]([a-z_0-9]+)\($/\1/' | sort -u)
 [ $bad -eq 0 ] || exit 1
 echo "install_consumer: ok"
