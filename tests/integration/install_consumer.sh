@@ -94,15 +94,17 @@ fi
 
 # Exports: hc_* only, each declared in a public header.
 bad=0
+nm -D --defined-only "$libdir/libhicache.so" | awk '$2 ~ /^[TDBR]$/ {print $3}' | sed 's/@.*//' |
+	sort -u >"$tmp/exports"
 while read -r sym; do
 	case "$sym" in
 	hc_*) grep -qw "$sym" "$prefix"/include/hicache/*.h || { echo "exported but undeclared: $sym"; bad=1; } ;;
 	*) echo "exported non-hc symbol: $sym"; bad=1 ;;
 	esac
-done < <(nm -D --defined-only "$libdir/libhicache.so" | awk '$2 ~ /^[TDBR]$/ {print $3}' | sed 's/@.*//')
+done <"$tmp/exports"
 # ...and every function declared HC_API is exported.
 while read -r sym; do
-	nm -D --defined-only "$libdir/libhicache.so" | grep -qw "$sym" || { echo "declared but not exported: $sym"; bad=1; }
+	grep -qx "$sym" "$tmp/exports" || { echo "declared but not exported: $sym"; bad=1; }
 done < <(grep -ho '^HC_API[^(]*(' "$prefix"/include/hicache/*.h | sed -E 's/.*[ *]([a-z_0-9]+)\($/\1/' | sort -u)
 [ $bad -eq 0 ] || exit 1
 echo "install_consumer: ok"
