@@ -1,0 +1,110 @@
+/*
+ * io — the batched I/O engine under the file backend (internal).
+ *
+ * One call moves a whole batch of page files. With io_uring, each page is
+ * one chain of linked requests and the batch is one submission:
+ *
+ *   write:  openat_direct(tmp, O_CREAT|O_EXCL|O_WRONLY[|O_DIRECT]) -> writev -> close_direct
+ *           -> renameat(tmp, final[, RENAME_NOREPLACE])
+ *   read:   openat_direct(name, O_RDONLY[|O_DIRECT]) -> readv (hardlinked) -> close_direct
+ *
+ * so the calling thread makes no per-file system call. When io_uring is
+ * unavailable (old kernel, seccomp) or HICACHE_IO_ENGINE=threads, a pool
+ * of worker threads does the same work with openat/pwritev/preadv/close/
+ * renameat. Both engines give the same results and leave the same state.
+ *
+ * Guarantees of every batch call, whatever fails:
+ *   - no fixed-file slot, fd or temp file is left behind (a failed chain is
+ *     followed by a clean-up of its slot and its temp name);
+ *   - a final name is either untouched or replaced by a complete file (the
+ *     rename is the only step that makes a file visible);
+ *   - results are per request; one failed page never fails the others.
+ * Batches of any length are accepted and chunked internally.
+ *
+ * Thread-safety: any number of threads may call the batch functions on one
+ * engine at once (each call takes its own ring or workers);
+ * io_engine_destroy() must not race with anything.
+ */
+#ifndef HC_SRC_IO_H
+#define HC_SRC_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+enum io_engine_kind {
+	IO_ENGINE_AUTO,    /* io_uring if the probe at create succeeds, else threads */
+	IO_ENGINE_URING,
+	IO_ENGINE_THREADS,
+};
+
+struct io_engine_opts {
+	enum io_engine_kind kind;
+	unsigned queue_depth; /* pages per submission (io_uring) / in flight (threads); 0 = 64 */
+	unsigned threads;     /* worker threads of the thread engine; 0 = 8 */
+};
+
+struct io_engine;
+
+/* kind URING fails with -ENOSYS/-EPERM (message says why) when io_uring
+ * cannot be used; AUTO then falls back to threads with an info message. */
+int io_engine_create(const struct io_engine_opts *opts, struct io_engine **out);
+/* Accepts NULL. */
+void io_engine_destroy(struct io_engine *e);
+enum io_engine_kind io_engine_kind(const struct io_engine *e);
+const char *io_engine_kind_name(enum io_engine_kind kind);
+/* "uring", "threads", "auto" (or "" = auto). Returns 0 or -EINVAL. */
+int io_engine_parse_kind(const char *text, enum io_engine_kind *out);
+
+/* Publish one file: write iov (len bytes in all) to tmp_name, then rename
+ * it to final_name, both relative to dirfd.
+ * result: 0 published; -EEXIST final_name already existed and noreplace was
+ * set (the temp file is removed, the existing file untouched); any other
+ * -errno: nothing was published and the temp file is gone (a short write
+ * is -EIO, or -ENOSPC/-EFBIG when the kernel said so). */
+struct io_write_req {
+	int dirfd;
+	const char *tmp_name;
+	const char *final_name;
+	const struct iovec *iov;
+	unsigned iovcnt;
+	size_t len;
+	bool direct;    /* O_DIRECT: every iov base/len must be aligned by the caller */
+	bool noreplace; /* RENAME_NOREPLACE */
+	int result;
+};
+
+/* Read exactly len bytes of a file into iov.
+ * result: 0 the file is exactly len bytes and iov holds them; -ENOENT no
+ * such file; -ENODATA the file is shorter than len; -EFBIG it is longer;
+ * other -errno on failure. iov contents are unspecified unless result is 0. */
+struct io_read_req {
+	int dirfd;
+	const char *name;
+	const struct iovec *iov;
+	unsigned iovcnt;
+	size_t len;
+	bool direct;
+	int result;
+};
+
+/* size of a file: result 0 and size set, or -ENOENT / -errno. */
+struct io_stat_req {
+	int dirfd;
+	const char *name;
+	uint64_t size;
+	int64_t mtime_ns;
+	int result;
+};
+
+/* Each returns 0 when the batch ran (see the per-request results), or a
+ * negative errno when it could not run at all (then every result is that
+ * error and nothing changed on disk). n == 0 is a no-op. */
+int io_write_batch(struct io_engine *e, struct io_write_req *reqs, size_t n);
+int io_read_batch(struct io_engine *e, struct io_read_req *reqs, size_t n);
+/* Stops at the first miss when stop_at_miss (later results are left -ENOENT
+ * and not looked up); returns the number of leading hits (>= 0) or -errno. */
+int64_t io_stat_batch(struct io_engine *e, struct io_stat_req *reqs, size_t n, bool stop_at_miss);
+
+#endif

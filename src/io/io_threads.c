@@ -1,0 +1,331 @@
+/*
+ * Thread engine: the io_uring chains done with plain system calls by a
+ * pool of worker threads, for kernels or sandboxes without io_uring.
+ *
+ *   caller: job {reqs, n} --> queue (FIFO, one mutex) <-- workers take
+ *           one page at a time; the caller takes pages of its own job too,
+ *           then sleeps until the last page of its job is finished.
+ *
+ *   write  openat(tmp, O_CREAT|O_EXCL) -> pwritev until all is written ->
+ *          close -> renameat2(tmp, final[, RENAME_NOREPLACE]); on any
+ *          failure the temp file is unlinked.
+ *   read   openat(name) -> one preadv(iov + scratch) -> close
+ *
+ * Results match the io_uring engine's: the read is one preadv, as there
+ * (a short read of a regular file is its end), and a short write is
+ * continued, as the io_uring engine resumes it, so a full disk reads
+ * -ENOSPC in both.
+ *
+ * queue_depth does not apply here: at most `threads` pages plus one per
+ * calling thread are in flight.
+ *
+ * Temp names must be unique among the pages in flight (the store puts its
+ * pid and a sequence number in them): a page whose O_EXCL open finds its
+ * temp name taken removes that file, taking it to be a crashed writer's.
+ *
+ * Workers block every signal: a library thread must not take the
+ * application's signals.
+ */
+#define _GNU_SOURCE
+#include "io/io_internal.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Per thread that runs pages (workers and helping callers). */
+struct io_ctx {
+	void *scratch;     /* IO_SCRATCH bytes, aligned for O_DIRECT */
+	struct iovec *iov; /* IO_MAX_IOV entries */
+};
+
+struct io_job {
+	struct io_job *prev, *next; /* in the queue while pages are unclaimed */
+	bool write;
+	void *reqs;
+	size_t n;
+	size_t claimed;  /* pages handed out */
+	size_t finished; /* pages done */
+	pthread_cond_t done;
+};
+
+struct io_worker {
+	struct io_workers *pool;
+	pthread_t tid;
+	struct io_ctx ctx;
+};
+
+struct io_workers {
+	pthread_mutex_t lock;
+	pthread_cond_t work;
+	struct io_job *head, *tail;
+	bool stop;
+	unsigned started; /* threads running, to join */
+	unsigned count;
+	struct io_worker *workers;
+};
+
+static int io_ctx_init(struct io_ctx *c)
+{
+	c->iov = malloc(IO_MAX_IOV * sizeof(*c->iov));
+	if (posix_memalign(&c->scratch, IO_SCRATCH, IO_SCRATCH))
+		c->scratch = NULL;
+	return c->iov && c->scratch ? 0 : -ENOMEM;
+}
+
+static void io_ctx_fini(struct io_ctx *c)
+{
+	free(c->iov);
+	free(c->scratch);
+	c->iov = NULL;
+	c->scratch = NULL;
+}
+
+static void io_unlink_tmp(int dirfd, const char *name)
+{
+	if (unlinkat(dirfd, name, 0) && errno != ENOENT)
+		log_warn("io: clean-up unlink of %s: %s", name, strerrordesc_np(errno));
+}
+
+static int io_sys_write(const struct io_write_req *q, struct io_ctx *c)
+{
+	int fd;
+	do
+		fd = openat(q->dirfd, q->tmp_name,
+			    O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | (q->direct ? O_DIRECT : 0),
+			    0600);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0) {
+		int rc = -errno;
+		/* The temp name, not the final name, was taken: -EBUSY keeps
+		 * -EEXIST unambiguous. The stale file goes, as with io_uring. */
+		io_unlink_tmp(q->dirfd, q->tmp_name);
+		return rc == -EEXIST ? -EBUSY : rc;
+	}
+	int rc = 0;
+	const struct iovec *iov = q->iov;
+	int cnt = (int)q->iovcnt;
+	size_t done = 0;
+	while (done < q->len) {
+		ssize_t k = pwritev(fd, iov, cnt, (off_t)done);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			rc = k < 0 ? -errno : -EIO;
+			break;
+		}
+		done += (size_t)k;
+		if (done < q->len) {
+			cnt = (int)io_iov_advance(q->iov, q->iovcnt, done, c->iov);
+			iov = c->iov;
+		}
+	}
+	/* EINTR from close still closes the fd on Linux; only a real error
+	 * (e.g. EIO from write-back) means the data may not be there. */
+	if (close(fd) && errno != EINTR && rc == 0)
+		rc = -errno;
+	if (rc == 0) {
+		int r;
+		do
+			r = renameat2(q->dirfd, q->tmp_name, q->dirfd, q->final_name,
+				      q->noreplace ? RENAME_NOREPLACE : 0);
+		while (r && errno == EINTR);
+		if (r)
+			rc = -errno;
+	}
+	if (rc)
+		io_unlink_tmp(q->dirfd, q->tmp_name);
+	return rc;
+}
+
+static int io_sys_read(const struct io_read_req *q, struct io_ctx *c)
+{
+	int fd;
+	do
+		fd = openat(q->dirfd, q->name, O_RDONLY | O_CLOEXEC | (q->direct ? O_DIRECT : 0));
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return -errno;
+	memcpy(c->iov, q->iov, q->iovcnt * sizeof(*c->iov));
+	c->iov[q->iovcnt] = (struct iovec){.iov_base = c->scratch, .iov_len = IO_SCRATCH};
+	ssize_t k;
+	do
+		k = preadv(fd, c->iov, (int)q->iovcnt + 1, 0);
+	while (k < 0 && errno == EINTR);
+	int rc = k < 0 ? -errno : io_read_result(k, q->len);
+	close(fd); /* nothing was written: a close error loses nothing */
+	return rc;
+}
+
+static void io_job_run(struct io_job *j, size_t i, struct io_ctx *c)
+{
+	if (j->write) {
+		struct io_write_req *q = (struct io_write_req *)j->reqs + i;
+		if (q->result == IO_PENDING)
+			q->result = io_sys_write(q, c);
+	} else {
+		struct io_read_req *q = (struct io_read_req *)j->reqs + i;
+		if (q->result == IO_PENDING)
+			q->result = io_sys_read(q, c);
+	}
+}
+
+/* Under w->lock. A job leaves the queue when its last page is handed out,
+ * so that a finished caller never leaves its (stack) job linked. */
+static bool io_job_claim(struct io_workers *w, struct io_job *j, size_t *i)
+{
+	if (j->claimed == j->n)
+		return false;
+	*i = j->claimed++;
+	if (j->claimed == j->n) {
+		if (j->prev)
+			j->prev->next = j->next;
+		else
+			w->head = j->next;
+		if (j->next)
+			j->next->prev = j->prev;
+		else
+			w->tail = j->prev;
+		j->prev = j->next = NULL;
+	}
+	return true;
+}
+
+/* Under w->lock, which it drops while the page runs. */
+static void io_job_page(struct io_workers *w, struct io_job *j, size_t i, struct io_ctx *c)
+{
+	pthread_mutex_unlock(&w->lock);
+	io_job_run(j, i, c);
+	pthread_mutex_lock(&w->lock);
+	if (++j->finished == j->n)
+		pthread_cond_signal(&j->done);
+}
+
+static void *io_worker_main(void *arg)
+{
+	struct io_worker *me = arg;
+	struct io_workers *w = me->pool;
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		struct io_job *j = w->head;
+		size_t i;
+		if (j && io_job_claim(w, j, &i)) {
+			io_job_page(w, j, i, &me->ctx);
+			continue;
+		}
+		if (w->stop)
+			break;
+		pthread_cond_wait(&w->work, &w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+void io_workers_destroy(struct io_workers *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->stop = true;
+	pthread_cond_broadcast(&w->work);
+	pthread_mutex_unlock(&w->lock);
+	for (unsigned i = 0; i < w->started; i++)
+		pthread_join(w->workers[i].tid, NULL);
+	for (unsigned i = 0; i < w->count; i++)
+		io_ctx_fini(&w->workers[i].ctx);
+	pthread_cond_destroy(&w->work);
+	pthread_mutex_destroy(&w->lock);
+	free(w->workers);
+	free(w);
+}
+
+int io_workers_create(unsigned threads, struct io_workers **out)
+{
+	*out = NULL;
+	struct io_workers *w = calloc(1, sizeof(*w));
+	if (!w)
+		return util_fail(-ENOMEM, "io: no memory for the thread engine");
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->work, NULL);
+	w->workers = calloc(threads, sizeof(*w->workers));
+	if (!w->workers) {
+		io_workers_destroy(w);
+		return util_fail(-ENOMEM, "io: no memory for %u worker threads", threads);
+	}
+	w->count = threads;
+	for (unsigned i = 0; i < threads; i++) {
+		w->workers[i].pool = w;
+		if (io_ctx_init(&w->workers[i].ctx)) {
+			io_workers_destroy(w);
+			return util_fail(-ENOMEM, "io: no memory for %u worker threads", threads);
+		}
+	}
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = 0;
+	for (unsigned i = 0; i < threads; i++) {
+		rc = pthread_create(&w->workers[i].tid, NULL, io_worker_main, &w->workers[i]);
+		if (rc)
+			break;
+		pthread_setname_np(w->workers[i].tid, "hicache-io");
+		w->started++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		io_workers_destroy(w);
+		return util_fail(-rc, "io: cannot start %u worker threads: %s", threads,
+				 strerrordesc_np(rc));
+	}
+	*out = w;
+	return 0;
+}
+
+static int io_workers_run(struct io_workers *w, bool write, void *reqs, size_t n)
+{
+	struct io_ctx ctx;
+	/* Without memory of its own the caller only waits. */
+	bool help = io_ctx_init(&ctx) == 0;
+	struct io_job j = {.write = write, .reqs = reqs, .n = n};
+	pthread_cond_init(&j.done, NULL);
+	pthread_mutex_lock(&w->lock);
+	j.prev = w->tail;
+	if (w->tail)
+		w->tail->next = &j;
+	else
+		w->head = &j;
+	w->tail = &j;
+	/* The caller takes a page itself; wake only as many workers as there
+	 * are other pages. */
+	size_t wake = help ? n - 1 : n;
+	if (wake >= w->count)
+		pthread_cond_broadcast(&w->work);
+	else
+		for (size_t k = 0; k < wake; k++)
+			pthread_cond_signal(&w->work);
+	size_t i;
+	while (help && io_job_claim(w, &j, &i))
+		io_job_page(w, &j, i, &ctx);
+	while (j.finished < n)
+		pthread_cond_wait(&j.done, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+	pthread_cond_destroy(&j.done);
+	io_ctx_fini(&ctx);
+	return 0;
+}
+
+int io_workers_write(struct io_workers *w, struct io_write_req *reqs, size_t n)
+{
+	return io_workers_run(w, true, reqs, n);
+}
+
+int io_workers_read(struct io_workers *w, struct io_read_req *reqs, size_t n)
+{
+	return io_workers_run(w, false, reqs, n);
+}

@@ -1,0 +1,844 @@
+/*
+ * io_uring engine: each page of a chunk is one chain of linked requests,
+ * and a chunk of up to queue_depth pages is one submission.
+ *
+ *   write  open_direct(tmp)  --LINK,SKIP-->  writev(slot)  --LINK,SKIP-->
+ *          close_direct(slot)  --LINK,SKIP-->  renameat(tmp, final)
+ *   read   open_direct(name)  --LINK,SKIP-->  readv(slot, iov + scratch)
+ *          --HARDLINK-->  close_direct(slot)
+ *
+ * The slot of a page is its index in the chunk, in a sparse file table
+ * registered once per ring. CQE_SKIP_SUCCESS on a step that fails makes the
+ * kernel post that step's CQE and nothing for the cancelled rest, so:
+ *   - a write chain posts exactly one CQE: the rename's (0 = published) or
+ *     that of the first failing step;
+ *   - a read chain posts the open's CQE when the open fails, else the
+ *     read's and the close's. The close is counted on purpose: the ring
+ *     returns to the pool when the call ends, and an uncounted close still
+ *     pending then would close the next call's file in the same slot.
+ * A failed chain leaves its slot open (the close was cancelled) and its
+ * temp file on disk, so every failed page gets a clean-up afterwards:
+ * close_direct(slot) and unlinkat(tmp), both counted.
+ *
+ * A short write is a failure for the link, but the slot is still open with
+ * the bytes so far, so the page is resumed with writev at the offset
+ * reached -> close -> rename, like the thread engine's pwritev loop. Both
+ * engines thus report the error the kernel gave (e.g. -ENOSPC) rather
+ * than a bare short count.
+ *
+ * user_data = generation << 32 | page << 8 | step. The generation changes
+ * per chunk, so a completion that belongs to an earlier call can never be
+ * taken for one of this call.
+ *
+ * Rings cost ~40 us to set up, so each engine keeps a pool of them; a call
+ * holds one ring for its whole batch. Rings are created on demand, at most
+ * IO_RING_POOL_MAX; more concurrent callers wait for one to come back.
+ *
+ * Caveats:
+ *   - A temp name that exists already fails the O_EXCL open: the page gets
+ *     -EBUSY (not -EEXIST, which means the final name) and the clean-up
+ *     removes that file, taken to be a crashed writer's leftover. Temp
+ *     names must therefore be unique among the pages in flight.
+ *   - O_CLOEXEC is not passed to the direct opens: a fixed file has no fd
+ *     to close on exec, and the kernel rejects the flag with a file slot.
+ *   - With SUBMIT_ALL the kernel takes fewer SQEs than offered only when it
+ *     cannot allocate requests. If that cuts a chain, the rest of the chain
+ *     is turned into NOPs (it must never run on its own: a lone close ->
+ *     rename could publish a partial file), the page fails with -EIO, the
+ *     ring waits until nothing is in flight, cleans up and is discarded.
+ */
+#define _GNU_SOURCE
+#include "io/io_internal.h"
+#include "util/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define IO_RING_POOL_MAX 64
+/* Submit retries when the kernel takes nothing (-EAGAIN: no memory for
+ * requests right now), ~100 us apart. */
+#define IO_SUBMIT_SPINS 1000
+
+int (*io_ring_submit_fn)(struct io_uring *ring) = io_uring_submit;
+
+enum io_step {
+	IO_STEP_OPEN = 1,
+	IO_STEP_RW,
+	IO_STEP_CLOSE,
+	IO_STEP_RENAME,
+	IO_STEP_CLEAN_CLOSE,
+	IO_STEP_CLEAN_UNLINK,
+	IO_STEP_NOP,
+};
+
+enum io_page_state {
+	IO_PG_IDLE,   /* not in this chunk, or finished */
+	IO_PG_START,  /* write: the whole chain is to be submitted */
+	IO_PG_RESUME, /* write: short write, continue at `done` */
+	IO_PG_RUN,    /* submitted, its completion is outstanding */
+	IO_PG_CUT,    /* its chain was cut by a short submit; see Caveats */
+	IO_PG_FAILED, /* finished with an error; the clean-up is due */
+};
+
+struct io_ring_page {
+	uint8_t state;
+	bool got_read;
+	bool got_close;
+	bool clean_close; /* the clean-up must empty the slot */
+	int dirfd;        /* the clean-up must unlink tmp relative to dirfd */
+	const char *tmp;
+	int res;            /* read: the readv result */
+	size_t done;        /* write: bytes written so far */
+	unsigned iov;       /* offset of this page's iovecs in io_ring.iovs */
+	unsigned sqe_first; /* SQ position of its chain's first SQE */
+	unsigned sqe_count;
+};
+
+struct io_ring {
+	struct io_ring *next; /* pool free list */
+	struct io_uring ring;
+	bool ring_ok; /* ring is initialised (teardown on partial state) */
+	bool broken;  /* state unknown: destroy instead of reusing */
+	unsigned depth;
+	uint32_t gen;
+	void *scratch; /* IO_SCRATCH bytes, 4096-aligned */
+	struct iovec *iovs;
+	size_t iovs_cap;
+	struct io_ring_page *pages; /* depth entries */
+};
+
+struct io_ring_pool {
+	pthread_mutex_t lock;
+	pthread_cond_t returned;
+	struct io_ring *free;
+	unsigned live; /* rings that exist, in use or free */
+	unsigned depth;
+};
+
+static inline uint64_t io_ud(const struct io_ring *r, unsigned page, unsigned step)
+{
+	return (uint64_t)r->gen << 32 | (uint64_t)page << 8 | step;
+}
+
+/* Flags go on after the prep call: every io_uring_prep_* zeroes them. */
+static inline void io_sqe_finish(struct io_uring_sqe *sqe, uint64_t ud, unsigned flags)
+{
+	sqe->flags |= flags;
+	sqe->user_data = ud;
+}
+
+static void io_ring_free(struct io_ring *r)
+{
+	if (!r)
+		return;
+	if (r->ring_ok)
+		io_uring_queue_exit(&r->ring);
+	free(r->scratch);
+	free(r->iovs);
+	free(r->pages);
+	free(r);
+}
+
+static int io_ring_new(unsigned depth, struct io_ring **out, char *why, size_t why_len)
+{
+	*out = NULL;
+	struct io_ring *r = calloc(1, sizeof(*r));
+	if (!r) {
+		snprintf(why, why_len, "no memory");
+		return -ENOMEM;
+	}
+	r->depth = depth;
+	r->pages = calloc(depth, sizeof(*r->pages));
+	int rc = posix_memalign(&r->scratch, IO_SCRATCH, IO_SCRATCH);
+	if (rc || !r->pages) {
+		r->scratch = rc ? NULL : r->scratch;
+		snprintf(why, why_len, "no memory");
+		rc = -ENOMEM;
+		goto fail;
+	}
+	/* 4 SQEs per page for the write chain; SUBMIT_ALL so that one bad SQE
+	 * does not stop the submission (and cut chains) after it. */
+	struct io_uring_params p = {.flags = IORING_SETUP_SUBMIT_ALL};
+	rc = io_uring_queue_init_params(depth * 4, &r->ring, &p);
+	if (rc) {
+		if (rc == -ENOSYS)
+			snprintf(why, why_len, "io_uring_setup is not implemented by this kernel");
+		else if (rc == -EPERM || rc == -EACCES)
+			snprintf(why, why_len,
+				 "io_uring_setup is not permitted (seccomp, container policy or "
+				 "kernel.io_uring_disabled)");
+		else if (rc == -EINVAL)
+			snprintf(why, why_len,
+				 "IORING_SETUP_SUBMIT_ALL rejected (needs Linux 5.18)");
+		else
+			snprintf(why, why_len, "io_uring_setup failed: %s", strerrordesc_np(-rc));
+		/* io.h: -ENOSYS or -EPERM when io_uring cannot be used; a lack of
+		 * resources is worth reporting as what it is. */
+		if (rc == -EACCES)
+			rc = -EPERM;
+		else if (rc != -EPERM && rc != -ENOMEM && rc != -EMFILE && rc != -ENFILE)
+			rc = -ENOSYS;
+		goto fail;
+	}
+	r->ring_ok = true;
+	if (!(p.features & IORING_FEAT_CQE_SKIP) || !(p.features & IORING_FEAT_NODROP)) {
+		snprintf(why, why_len,
+			 "kernel lacks IORING_FEAT_CQE_SKIP/NODROP (needs Linux 5.17)");
+		rc = -ENOSYS;
+		goto fail;
+	}
+	rc = io_uring_register_files_sparse(&r->ring, depth);
+	if (rc) {
+		snprintf(why, why_len, "registering a sparse table of %u files failed: %s%s", depth,
+			 strerrordesc_np(-rc), rc == -EMFILE ? " (above RLIMIT_NOFILE)" : "");
+		rc = rc == -EINVAL ? -ENOSYS : rc;
+		goto fail;
+	}
+	*out = r;
+	return 0;
+fail:
+	io_ring_free(r);
+	return rc;
+}
+
+/* The opcodes the chains need. Probed once, on the engine's first ring. */
+static int io_ring_probe_ops(struct io_ring *r, char *why, size_t why_len)
+{
+	static const struct {
+		int op;
+		const char *name;
+	} need[] = {
+		{IORING_OP_OPENAT, "OPENAT"},     {IORING_OP_CLOSE, "CLOSE"},
+		{IORING_OP_RENAMEAT, "RENAMEAT"}, {IORING_OP_UNLINKAT, "UNLINKAT"},
+		{IORING_OP_READV, "READV"},       {IORING_OP_WRITEV, "WRITEV"},
+		{IORING_OP_NOP, "NOP"},
+	};
+	struct io_uring_probe *probe = io_uring_get_probe_ring(&r->ring);
+	if (!probe) {
+		snprintf(why, why_len, "IORING_REGISTER_PROBE failed");
+		return -ENOSYS;
+	}
+	int rc = 0;
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		if (!io_uring_opcode_supported(probe, need[i].op)) {
+			snprintf(why, why_len, "kernel lacks IORING_OP_%s", need[i].name);
+			rc = -ENOSYS;
+			break;
+		}
+	}
+	io_uring_free_probe(probe);
+	return rc;
+}
+
+int io_ring_pool_create(unsigned depth, struct io_ring_pool **out, char *why, size_t why_len)
+{
+	*out = NULL;
+	struct io_ring_pool *p = calloc(1, sizeof(*p));
+	if (!p) {
+		snprintf(why, why_len, "no memory");
+		return -ENOMEM;
+	}
+	struct io_ring *r;
+	int rc = io_ring_new(depth, &r, why, why_len);
+	if (rc) {
+		free(p);
+		return rc;
+	}
+	rc = io_ring_probe_ops(r, why, why_len);
+	if (rc) {
+		io_ring_free(r);
+		free(p);
+		return rc;
+	}
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->returned, NULL);
+	p->depth = depth;
+	p->free = r; /* the probe's ring is the first of the pool */
+	p->live = 1;
+	*out = p;
+	return 0;
+}
+
+void io_ring_pool_destroy(struct io_ring_pool *p)
+{
+	if (!p)
+		return;
+	while (p->free) {
+		struct io_ring *r = p->free;
+		p->free = r->next;
+		io_ring_free(r);
+	}
+	pthread_cond_destroy(&p->returned);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+static int io_ring_get(struct io_ring_pool *p, struct io_ring **out)
+{
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		if (p->free) {
+			*out = p->free;
+			p->free = (*out)->next;
+			pthread_mutex_unlock(&p->lock);
+			return 0;
+		}
+		if (p->live < IO_RING_POOL_MAX) {
+			p->live++;
+			pthread_mutex_unlock(&p->lock);
+			char why[256];
+			int rc = io_ring_new(p->depth, out, why, sizeof(why));
+			if (rc == 0)
+				return 0;
+			pthread_mutex_lock(&p->lock);
+			p->live--;
+			if (!p->live) {
+				pthread_mutex_unlock(&p->lock);
+				return util_fail(rc, "io: cannot set up an io_uring ring: %s", why);
+			}
+			/* Others exist: wait for one of them rather than retry at once. */
+			log_debug("io: extra ring not created (%s); waiting for a free one", why);
+			if (p->free)
+				continue;
+		}
+		pthread_cond_wait(&p->returned, &p->lock);
+	}
+}
+
+static void io_ring_put(struct io_ring_pool *p, struct io_ring *r)
+{
+	pthread_mutex_lock(&p->lock);
+	if (r->broken) {
+		p->live--;
+		io_ring_free(r);
+	} else {
+		r->next = p->free;
+		p->free = r;
+	}
+	pthread_cond_signal(&p->returned);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static int io_ring_iovs_reserve(struct io_ring *r, size_t need)
+{
+	if (need <= r->iovs_cap)
+		return 0;
+	struct iovec *v = realloc(r->iovs, need * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	r->iovs = v;
+	r->iovs_cap = need;
+	return 0;
+}
+
+static void io_ring_nop_range(struct io_ring *r, unsigned from, unsigned to)
+{
+	for (unsigned pos = from; pos != to; pos++) {
+		struct io_uring_sqe *sqe = &r->ring.sq.sqes[pos & r->ring.sq.ring_mask];
+		io_uring_prep_nop(sqe);
+		io_sqe_finish(sqe, io_ud(r, 0, IO_STEP_NOP), IOSQE_CQE_SKIP_SUCCESS);
+	}
+}
+
+static void io_page_fail(struct io_ring_page *pg, int *result, int err)
+{
+	pg->state = IO_PG_FAILED;
+	*result = err;
+}
+
+/*
+ * The kernel consumed SQEs up to its head. A chain that straddles it was
+ * cut: NOP out its unconsumed rest so that it can never run on its own.
+ */
+static void io_ring_fix_cut(struct io_ring *r, unsigned n, int *results, size_t stride)
+{
+	unsigned head = io_uring_smp_load_acquire(r->ring.sq.khead);
+	for (unsigned i = 0; i < n; i++) {
+		struct io_ring_page *pg = &r->pages[i];
+		unsigned into = head - pg->sqe_first;
+		if (pg->state != IO_PG_RUN || into == 0 || into >= pg->sqe_count)
+			continue;
+		io_ring_nop_range(r, head, pg->sqe_first + pg->sqe_count);
+		pg->state = IO_PG_CUT;
+		*(int *)((char *)results + i * stride) = -EIO;
+		r->broken = true;
+		log_error("io: the kernel took a partial chain (page %u); it was cancelled", i);
+	}
+}
+
+/*
+ * Submit every queued SQE. results/stride point at the chunk's result
+ * fields so that pages can be failed here. On a hard error the unconsumed
+ * SQEs become NOPs, their pages fail with that error (they never ran), and
+ * the ring is marked broken.
+ */
+static int io_ring_submit(struct io_ring *r, unsigned n, int *results, size_t stride)
+{
+	unsigned spins = 0;
+	while (io_uring_sq_ready(&r->ring)) {
+		int ret = io_ring_submit_fn(&r->ring);
+		if (ret > 0) {
+			spins = 0;
+			if (results)
+				io_ring_fix_cut(r, n, results, stride);
+			continue;
+		}
+		if ((ret == 0 || ret == -EINTR || ret == -EAGAIN || ret == -EBUSY) &&
+		    ++spins < IO_SUBMIT_SPINS) {
+			usleep(100);
+			continue;
+		}
+		int err = ret ? ret : -EAGAIN;
+		unsigned head = io_uring_smp_load_acquire(r->ring.sq.khead);
+		unsigned tail = r->ring.sq.sqe_tail;
+		io_ring_nop_range(r, head, tail);
+		for (unsigned i = 0; results && i < n; i++) {
+			struct io_ring_page *pg = &r->pages[i];
+			if (pg->state == IO_PG_RUN && pg->sqe_first - head < tail - head) {
+				pg->state = IO_PG_IDLE;
+				*(int *)((char *)results + i * stride) = err;
+			}
+		}
+		r->broken = true;
+		log_error("io: io_uring_submit failed: %s", strerrordesc_np(-err));
+		return err;
+	}
+	return 0;
+}
+
+/* Next completion of the current generation. */
+static int io_ring_next(struct io_ring *r, unsigned *page, unsigned *step, int *res)
+{
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		int rc = io_uring_wait_cqe(&r->ring, &cqe);
+		if (rc == -EINTR)
+			continue;
+		if (rc) {
+			r->broken = true;
+			return util_fail(rc, "io: waiting for io_uring completions failed: %s",
+					 strerrordesc_np(-rc));
+		}
+		uint64_t ud = cqe->user_data;
+		*res = cqe->res;
+		io_uring_cqe_seen(&r->ring, cqe);
+		if ((uint32_t)(ud >> 32) != r->gen)
+			continue;
+		*page = (unsigned)(ud >> 8) & 0xffffff;
+		*step = (unsigned)ud & 0xff;
+		if (*page < r->depth)
+			return 0;
+	}
+}
+
+/*
+ * Cut chains post nothing when their head succeeds, so wait until the ring
+ * has nothing in flight before their clean-up runs (which would otherwise
+ * race with a still-running open). With CANCEL_ANY the sync cancel returns
+ * how many requests it found. A linked step that is between its
+ * predecessor's completion and its own issue (queued as task work, which
+ * runs when this thread returns from the syscall) is not found, hence
+ * several empty rounds in a row before the ring counts as idle.
+ */
+static void io_ring_quiesce(struct io_ring *r)
+{
+	int idle = 0;
+	for (int i = 0; i < 200 && idle < 3; i++) {
+		struct io_uring_sync_cancel_reg reg = {
+			.fd = -1,
+			.flags = IORING_ASYNC_CANCEL_ANY,
+			.timeout = {.tv_sec = 0, .tv_nsec = 100 * 1000 * 1000},
+		};
+		int rc = io_uring_register_sync_cancel(&r->ring, &reg);
+		struct io_uring_cqe *cqe;
+		while (io_uring_peek_cqe(&r->ring, &cqe) == 0)
+			io_uring_cqe_seen(&r->ring, cqe); /* only cut chains' CQEs are left */
+		if (rc == -EINVAL)
+			break; /* no sync cancel (before 6.0) */
+		idle = rc == 0 || rc == -ENOENT ? idle + 1 : 0;
+		usleep(1000);
+	}
+	if (idle < 3)
+		log_warn("io: could not confirm that a cut chain finished; a temp file may remain");
+}
+
+/*
+ * Empty the slot and remove the temp file of every failed or cut page.
+ * Counted, no SKIP: the slot must be empty before the ring is reused.
+ */
+static void io_ring_cleanup(struct io_ring *r, unsigned n)
+{
+	unsigned pages = 0;
+	bool cut = false;
+	for (unsigned i = 0; i < n; i++) {
+		struct io_ring_page *pg = &r->pages[i];
+		cut |= pg->state == IO_PG_CUT;
+		if (pg->state == IO_PG_CUT)
+			pg->state = IO_PG_FAILED;
+		pages += pg->state == IO_PG_FAILED;
+	}
+	if (!pages)
+		return;
+	if (cut)
+		io_ring_quiesce(r);
+	unsigned want = 0;
+	int rc = 0;
+	/* After a failed submit the SQ may still hold NOPs. */
+	if (io_uring_sq_space_left(&r->ring) < 2 * pages)
+		rc = -EBUSY;
+	for (unsigned i = 0; i < n && !rc; i++) {
+		struct io_ring_page *pg = &r->pages[i];
+		if (pg->state != IO_PG_FAILED)
+			continue;
+		struct io_uring_sqe *sqe;
+		if (pg->clean_close) {
+			sqe = io_uring_get_sqe(&r->ring);
+			io_uring_prep_close_direct(sqe, i);
+			io_sqe_finish(sqe, io_ud(r, i, IO_STEP_CLEAN_CLOSE), 0);
+			want++;
+		}
+		if (pg->tmp) {
+			sqe = io_uring_get_sqe(&r->ring);
+			io_uring_prep_unlinkat(sqe, pg->dirfd, pg->tmp, 0);
+			io_sqe_finish(sqe, io_ud(r, i, IO_STEP_CLEAN_UNLINK), 0);
+			want++;
+		}
+	}
+	if (!rc && want)
+		rc = io_ring_submit(r, n, NULL, 0);
+	while (!rc && want) {
+		unsigned i, step;
+		int res;
+		rc = io_ring_next(r, &i, &step, &res);
+		if (rc)
+			break;
+		if (step != IO_STEP_CLEAN_CLOSE && step != IO_STEP_CLEAN_UNLINK)
+			continue; /* a late CQE of a cut chain */
+		struct io_ring_page *pg = &r->pages[i];
+		want--;
+		/* 0 or -EBADF (slot already empty); 0 or -ENOENT (no temp file). */
+		if (step == IO_STEP_CLEAN_CLOSE && res && res != -EBADF)
+			log_warn("io: clean-up close of slot %u: %s", i, strerrordesc_np(-res));
+		if (step == IO_STEP_CLEAN_UNLINK && res && res != -ENOENT)
+			log_warn("io: clean-up unlink of %s: %s", pg->tmp, strerrordesc_np(-res));
+		if (step == IO_STEP_CLEAN_UNLINK || !pg->tmp)
+			pg->state = IO_PG_IDLE;
+	}
+	if (rc) {
+		/* Without the ring: the temp files by hand; the slots go with the
+		 * ring, which is discarded. */
+		r->broken = true;
+		for (unsigned i = 0; i < n; i++) {
+			struct io_ring_page *pg = &r->pages[i];
+			if (pg->state == IO_PG_FAILED && pg->tmp &&
+			    unlinkat(pg->dirfd, pg->tmp, 0) && errno != ENOENT)
+				log_warn("io: clean-up unlink of %s: %s", pg->tmp,
+					 strerrordesc_np(errno));
+		}
+	}
+	for (unsigned i = 0; i < n; i++)
+		r->pages[i].state = IO_PG_IDLE;
+}
+
+/* ---- writes ---- */
+
+static void io_ring_prep_write(struct io_ring *r, unsigned i, const struct io_write_req *q)
+{
+	struct io_ring_page *pg = &r->pages[i];
+	bool first = pg->state == IO_PG_START;
+	const struct iovec *iov = q->iov;
+	unsigned cnt = q->iovcnt;
+	if (!first) {
+		cnt = io_iov_advance(q->iov, q->iovcnt, pg->done, r->iovs + pg->iov);
+		iov = r->iovs + pg->iov;
+	}
+	pg->sqe_first = r->ring.sq.sqe_tail;
+	pg->sqe_count = first ? 4 : 3;
+	struct io_uring_sqe *sqe;
+	if (first) {
+		sqe = io_uring_get_sqe(&r->ring);
+		io_uring_prep_openat_direct(
+			sqe, q->dirfd, q->tmp_name,
+			O_CREAT | O_EXCL | O_WRONLY | (q->direct ? O_DIRECT : 0), 0600, i);
+		io_sqe_finish(sqe, io_ud(r, i, IO_STEP_OPEN),
+			      IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS);
+	}
+	sqe = io_uring_get_sqe(&r->ring);
+	io_uring_prep_writev(sqe, (int)i, iov, cnt, pg->done);
+	io_sqe_finish(sqe, io_ud(r, i, IO_STEP_RW),
+		      IOSQE_IO_LINK | IOSQE_FIXED_FILE | IOSQE_CQE_SKIP_SUCCESS);
+	sqe = io_uring_get_sqe(&r->ring);
+	io_uring_prep_close_direct(sqe, i);
+	io_sqe_finish(sqe, io_ud(r, i, IO_STEP_CLOSE), IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS);
+	sqe = io_uring_get_sqe(&r->ring);
+	io_uring_prep_renameat(sqe, q->dirfd, q->tmp_name, q->dirfd, q->final_name,
+			       q->noreplace ? RENAME_NOREPLACE : 0);
+	io_sqe_finish(sqe, io_ud(r, i, IO_STEP_RENAME), 0);
+	pg->state = IO_PG_RUN;
+}
+
+static int io_ring_reap_writes(struct io_ring *r, struct io_write_req *reqs, unsigned n,
+			       unsigned outstanding)
+{
+	while (outstanding) {
+		unsigned i, step;
+		int res;
+		int rc = io_ring_next(r, &i, &step, &res);
+		if (rc)
+			return rc;
+		if (i >= n || r->pages[i].state != IO_PG_RUN)
+			continue;
+		struct io_ring_page *pg = &r->pages[i];
+		struct io_write_req *q = &reqs[i];
+		outstanding--;
+		if (step == IO_STEP_RENAME && res == 0) {
+			pg->state = IO_PG_IDLE;
+			q->result = 0;
+		} else if (step == IO_STEP_RW && res > 0 && (size_t)res < q->len - pg->done) {
+			log_debug("io: short write of %s (%d of %zu bytes left); resuming",
+				  q->tmp_name, res, q->len - pg->done);
+			pg->done += (size_t)res;
+			pg->state = IO_PG_RESUME;
+		} else {
+			/* A write CQE with res >= 0 here wrote nothing or (never
+			 * seen) posted a full count: neither can make progress. */
+			if (step == IO_STEP_OPEN && res == -EEXIST)
+				res = -EBUSY; /* the temp name, not the final name */
+			io_page_fail(pg, &q->result, res < 0 ? res : -EIO);
+		}
+	}
+	return 0;
+}
+
+static void io_ring_write_chunk(struct io_ring *r, struct io_write_req *reqs, unsigned n)
+{
+	r->gen++;
+	for (unsigned i = 0; i < n; i++) {
+		struct io_ring_page *pg = &r->pages[i];
+		*pg = (struct io_ring_page){.state = IO_PG_IDLE};
+		if (reqs[i].result != IO_PENDING)
+			continue;
+		pg->state = IO_PG_START;
+		/* Whatever fails from the open on, the slot may be open and the
+		 * temp file may exist. */
+		pg->clean_close = true;
+		pg->dirfd = reqs[i].dirfd;
+		pg->tmp = reqs[i].tmp_name;
+	}
+	for (;;) {
+		size_t iovs = 0;
+		for (unsigned i = 0; i < n; i++) {
+			if (r->pages[i].state == IO_PG_RESUME) {
+				r->pages[i].iov = (unsigned)iovs;
+				iovs += reqs[i].iovcnt;
+			}
+		}
+		int rc = io_ring_iovs_reserve(r, iovs);
+		unsigned run = 0;
+		for (unsigned i = 0; i < n; i++) {
+			struct io_ring_page *pg = &r->pages[i];
+			if (pg->state != IO_PG_START && pg->state != IO_PG_RESUME)
+				continue;
+			if (rc)
+				io_page_fail(pg, &reqs[i].result, rc);
+			else {
+				io_ring_prep_write(r, i, &reqs[i]);
+				run++;
+			}
+		}
+		if (!run)
+			break;
+		io_ring_submit(r, n, &reqs[0].result, sizeof(reqs[0]));
+		unsigned outstanding = 0;
+		for (unsigned i = 0; i < n; i++)
+			outstanding += r->pages[i].state == IO_PG_RUN;
+		rc = outstanding ? io_ring_reap_writes(r, reqs, n, outstanding) : 0;
+		if (rc || r->broken) {
+			/* Nothing more can be learnt from (or done on) this ring. */
+			for (unsigned i = 0; i < n; i++) {
+				struct io_ring_page *pg = &r->pages[i];
+				if (pg->state == IO_PG_RUN || pg->state == IO_PG_RESUME)
+					io_page_fail(pg, &reqs[i].result, rc ? rc : -EIO);
+			}
+			break;
+		}
+	}
+	io_ring_cleanup(r, n);
+}
+
+/* ---- reads ---- */
+
+static void io_ring_prep_read(struct io_ring *r, unsigned i, const struct io_read_req *q)
+{
+	struct io_ring_page *pg = &r->pages[i];
+	struct iovec *iov = r->iovs + pg->iov;
+	memcpy(iov, q->iov, q->iovcnt * sizeof(*iov));
+	iov[q->iovcnt] = (struct iovec){.iov_base = r->scratch, .iov_len = IO_SCRATCH};
+	pg->sqe_first = r->ring.sq.sqe_tail;
+	pg->sqe_count = 3;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+	io_uring_prep_openat_direct(sqe, q->dirfd, q->name, O_RDONLY | (q->direct ? O_DIRECT : 0),
+				    0, i);
+	io_sqe_finish(sqe, io_ud(r, i, IO_STEP_OPEN), IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS);
+	/* HARDLINK: a short read (the normal answer for a shorter file) must
+	 * not cancel the close. */
+	sqe = io_uring_get_sqe(&r->ring);
+	io_uring_prep_readv(sqe, (int)i, iov, q->iovcnt + 1, 0);
+	io_sqe_finish(sqe, io_ud(r, i, IO_STEP_RW), IOSQE_IO_HARDLINK | IOSQE_FIXED_FILE);
+	sqe = io_uring_get_sqe(&r->ring);
+	io_uring_prep_close_direct(sqe, i);
+	io_sqe_finish(sqe, io_ud(r, i, IO_STEP_CLOSE), 0);
+	pg->state = IO_PG_RUN;
+}
+
+static int io_ring_reap_reads(struct io_ring *r, struct io_read_req *reqs, unsigned n,
+			      unsigned outstanding)
+{
+	while (outstanding) {
+		unsigned i, step;
+		int res;
+		int rc = io_ring_next(r, &i, &step, &res);
+		if (rc)
+			return rc;
+		if (i >= n || r->pages[i].state != IO_PG_RUN)
+			continue;
+		struct io_ring_page *pg = &r->pages[i];
+		struct io_read_req *q = &reqs[i];
+		if (step == IO_STEP_OPEN) {
+			/* A failed open cancels read and close without a CQE; nothing
+			 * is open. (A successful open posts nothing.) */
+			outstanding--;
+			if (res < 0) {
+				pg->state = IO_PG_IDLE;
+				q->result = res;
+			} else {
+				/* Never seen: a successful open posted. Its slot may
+				 * be open, and its read never ran. */
+				pg->clean_close = true;
+				io_page_fail(pg, &q->result, -EIO);
+			}
+			continue;
+		}
+		if (step == IO_STEP_RW) {
+			pg->res = res;
+			pg->got_read = true;
+		} else if (step == IO_STEP_CLOSE) {
+			pg->got_close = true;
+			if (res < 0) {
+				log_warn("io: close of slot %u after a read: %s", i,
+					 strerrordesc_np(-res));
+				pg->clean_close = true;
+			}
+		}
+		if (pg->got_read && pg->got_close) {
+			outstanding--;
+			q->result = io_read_result(pg->res, q->len);
+			pg->state = pg->clean_close ? IO_PG_FAILED : IO_PG_IDLE;
+		}
+	}
+	return 0;
+}
+
+static void io_ring_read_chunk(struct io_ring *r, struct io_read_req *reqs, unsigned n)
+{
+	r->gen++;
+	size_t iovs = 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct io_ring_page *pg = &r->pages[i];
+		*pg = (struct io_ring_page){.state = IO_PG_IDLE, .dirfd = -1};
+		if (reqs[i].result == IO_PENDING) {
+			pg->iov = (unsigned)iovs;
+			iovs += reqs[i].iovcnt + 1;
+		}
+	}
+	int rc = io_ring_iovs_reserve(r, iovs);
+	unsigned run = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (reqs[i].result != IO_PENDING)
+			continue;
+		if (rc) {
+			reqs[i].result = rc;
+			continue;
+		}
+		io_ring_prep_read(r, i, &reqs[i]);
+		run++;
+	}
+	if (!run)
+		return;
+	io_ring_submit(r, n, &reqs[0].result, sizeof(reqs[0]));
+	unsigned outstanding = 0;
+	for (unsigned i = 0; i < n; i++)
+		outstanding += r->pages[i].state == IO_PG_RUN;
+	rc = outstanding ? io_ring_reap_reads(r, reqs, n, outstanding) : 0;
+	if (rc) {
+		for (unsigned i = 0; i < n; i++) {
+			struct io_ring_page *pg = &r->pages[i];
+			if (pg->state == IO_PG_RUN) {
+				pg->clean_close = true;
+				io_page_fail(pg, &reqs[i].result, rc);
+			}
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		/* A cut read chain may have opened its slot. */
+		if (r->pages[i].state == IO_PG_CUT)
+			r->pages[i].clean_close = true;
+	}
+	io_ring_cleanup(r, n);
+}
+
+/* ---- batches: chunks of depth pages, all on one ring ---- */
+
+int io_ring_pool_write(struct io_ring_pool *p, struct io_write_req *reqs, size_t n)
+{
+	struct io_ring *r;
+	int rc = io_ring_get(p, &r);
+	if (rc)
+		return rc;
+	for (size_t off = 0; off < n; off += p->depth) {
+		unsigned chunk = (unsigned)(n - off < p->depth ? n - off : p->depth);
+		if (r->broken) {
+			io_ring_put(p, r);
+			rc = io_ring_get(p, &r);
+			if (rc) {
+				for (size_t i = off; i < n; i++)
+					if (reqs[i].result == IO_PENDING)
+						reqs[i].result = rc;
+				return 0;
+			}
+		}
+		io_ring_write_chunk(r, reqs + off, chunk);
+	}
+	io_ring_put(p, r);
+	return 0;
+}
+
+int io_ring_pool_read(struct io_ring_pool *p, struct io_read_req *reqs, size_t n)
+{
+	struct io_ring *r;
+	int rc = io_ring_get(p, &r);
+	if (rc)
+		return rc;
+	for (size_t off = 0; off < n; off += p->depth) {
+		unsigned chunk = (unsigned)(n - off < p->depth ? n - off : p->depth);
+		if (r->broken) {
+			io_ring_put(p, r);
+			rc = io_ring_get(p, &r);
+			if (rc) {
+				for (size_t i = off; i < n; i++)
+					if (reqs[i].result == IO_PENDING)
+						reqs[i].result = rc;
+				return 0;
+			}
+		}
+		io_ring_read_chunk(r, reqs + off, chunk);
+	}
+	io_ring_put(p, r);
+	return 0;
+}
