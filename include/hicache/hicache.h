@@ -11,5 +11,6 @@
 #include <hicache/mem.h>
 #include <hicache/key.h>
 #include <hicache/pool.h>
+#include <hicache/store.h>
 
 #endif /* HICACHE_H */

@@ -38,6 +38,7 @@ struct config_key {
 
 static const char *const huge_sizes[] = {"2MB", "1GB", "2M", "1G", NULL};
 static const char *const huge_modes[] = {"off", "prefer", "required", NULL};
+static const char *const io_engines[] = {"auto", "uring", "threads", NULL};
 
 static const struct config_key config_table[] = {
 	/* mem: host memory */
@@ -56,6 +57,31 @@ static const struct config_key config_table[] = {
 	 "host pool size as a multiple of the device pool"},
 	{"host_memory_reserve_gb", HC_CONFIG_NUMBER, "HICACHE_HOST_MEMORY_RESERVE_GB", "10", 0, 1e9,
 	 NULL, "host memory (GB) a host pool must leave available"},
+	/* store: L3 */
+	{"verify_checksum", HC_CONFIG_BOOL, "HICACHE_VERIFY_CHECKSUM", "true", 0, 0, NULL,
+	 "check the XXH3 checksum of every object read (the trailer is always checked)"},
+	/* store/file: the file backend */
+	{"dirs", HC_CONFIG_LIST, "HICACHE_STORAGE_DIR", "", 0, 0, NULL,
+	 "file backend base directories (pages spread over them by hash)"},
+	{"use_direct_io", HC_CONFIG_BOOL, "HICACHE_USE_DIRECT_IO", "true", 0, 0, NULL,
+	 "O_DIRECT for page files (probed at open; falls back to buffered I/O)"},
+	{"io_engine", HC_CONFIG_STRING, "HICACHE_IO_ENGINE", "auto", 0, 0, io_engines,
+	 "auto | uring (one io_uring submission per batch) | threads (worker pool)"},
+	{"io_depth", HC_CONFIG_INT, "HICACHE_IO_DEPTH", "64", 1, 4096, NULL,
+	 "pages per io_uring submission / in flight on the thread engine"},
+	{"io_threads", HC_CONFIG_INT, "HICACHE_IO_THREADS", "8", 1, 256, NULL,
+	 "worker threads of the thread engine"},
+	{"capacity_gb", HC_CONFIG_NUMBER, "HICACHE_L3_CAPACITY_GB", "0", 0, 1e12, NULL,
+	 "file backend capacity in GB; the cleaner deletes the oldest pages above it (0 = none)"},
+	{"l3_cleaner_high_watermark", HC_CONFIG_NUMBER, "HICACHE_L3_CLEANER_HIGH_WATERMARK", "80",
+	 1, 100, NULL, "file system use (%) at which the cleaner starts deleting the oldest pages"},
+	{"l3_cleaner_low_watermark", HC_CONFIG_NUMBER, "HICACHE_L3_CLEANER_LOW_WATERMARK", "70", 0,
+	 100, NULL, "file system use (%) the cleaner deletes down to"},
+	{"l3_cleaner_interval_s", HC_CONFIG_NUMBER, "HICACHE_L3_CLEANER_INTERVAL_S", "30", 0, 86400,
+	 NULL, "seconds between cleaner passes (0 = no cleaner thread)"},
+	/* store/mem: the in-process backend */
+	{"mem_capacity_bytes", HC_CONFIG_INT, "HICACHE_MEM_CAPACITY_BYTES", "0", 0, 9e18, NULL,
+	 "mem backend byte cap; least recently used objects go first (0 = none)"},
 };
 
 #define CONFIG_NKEYS (sizeof(config_table) / sizeof(config_table[0]))

@@ -1,0 +1,55 @@
+/*
+ * Store backends (internal): a const ops table per backend. The store core
+ * builds complete object images (payload, padding, trailer) as iovecs and
+ * checks what comes back; a backend only moves whole objects by name, so
+ * checksums, naming and statistics live once, above the table.
+ */
+#ifndef HC_SRC_STORE_BACKEND_H
+#define HC_SRC_STORE_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+struct hc_config;
+
+/* One object of a batch. */
+struct store_obj {
+	const char *name;        /* physical name, NUL-terminated */
+	uint64_t route;          /* hc_key_route_hash(name) */
+	const struct iovec *iov; /* the whole object image (put) / where it goes (get) */
+	unsigned iovcnt;
+	size_t len;              /* object bytes: image length, expected size */
+	int result;              /* out: see each op */
+};
+
+struct store_backend_ops {
+	const char *name;
+	/* Open with the store's config (never NULL). */
+	int (*open)(const struct hc_config *cfg, void **out);
+	void (*close)(void *be);
+	/* Alignment that every iov base and length must have (1 = none). */
+	size_t (*alignment)(void *be);
+	/* Probe that direct I/O works from this memory (a registered pool's
+	 * first page); may switch the backend to buffered I/O. NULL = nothing
+	 * to probe. Returns 0 or -errno (only for errors other than the
+	 * fallback). */
+	int (*probe_memory)(void *be, const void *addr, size_t len);
+	/* Is the backend using direct I/O right now? NULL = no. */
+	bool (*direct)(void *be);
+	/* Name of the I/O engine ("uring", "threads", "none"). */
+	const char *(*engine)(void *be);
+	/* Publish: result 0 stored, -EEXIST already there (untouched), -errno. */
+	int (*put)(void *be, struct store_obj *objs, size_t n);
+	/* Read exactly len bytes: 0, -ENOENT, -ENODATA/-EFBIG (wrong size), -errno. */
+	int (*get)(void *be, struct store_obj *objs, size_t n);
+	/* result 0 when the object exists with size len, else -ENOENT; with
+	 * stop_at_miss later objects are not looked at. Returns leading hits. */
+	int64_t (*exists)(void *be, struct store_obj *objs, size_t n, bool stop_at_miss);
+};
+
+extern const struct store_backend_ops store_file_ops;
+extern const struct store_backend_ops store_mem_ops;
+
+#endif

@@ -1,0 +1,1125 @@
+/*
+ * The store core: v1/v2 semantics, per-pool contexts, object images,
+ * trailer checks and statistics, over a backend ops table.
+ *
+ * A transfer is flattened into "page entries" (pool context, key, host
+ * page, result slot) and processed in chunks; each chunk is one backend
+ * call, so a v2 call over kv + mamba + swa is one io_uring submission per
+ * chunk, not one per pool.
+ *
+ *   set:  exists(objects) -> build images of the missing ones -> put
+ *   get:  get(objects into pool memory or bounce slots) -> check trailer
+ *         and checksum -> scatter bounce slots into the pool
+ *
+ * An object image (store/format.h) is payload | zero pad | trailer block.
+ * Zero-copy:  iov = [pool segment] [shared zero pad] [trailer block]
+ * Bounce:     iov = [slot: payload, pad, trailer]   (one per page)
+ *
+ * Per-call state (names, iovecs, trailer blocks, bounce slots) lives in a
+ * work area taken from a cache for the duration of one call, so any number
+ * of threads can transfer at once and no buffer is shared by direction.
+ */
+#define _GNU_SOURCE
+#include "store/backend.h"
+#include "store/format.h"
+#include "util/util.h"
+
+#include <hicache/config.h>
+#include <hicache/store.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+
+#define STORE_MAX_POOLS 16
+#define STORE_MAX_OBJS 9        /* objects per page: at most 1 + HC_MAMBA_MAX_CONV */
+#define CHUNK_OBJS 128          /* objects per backend call */
+#define CHUNK_BOUNCE_BYTES (64u << 20)
+#define COMPONENT_MAX 64
+
+#define NSTATS (sizeof(struct hc_store_stats) / sizeof(uint64_t))
+#define STAT(field) (offsetof(struct hc_store_stats, field) / sizeof(uint64_t))
+
+struct stats_acc {
+	_Atomic uint64_t v[NSTATS];
+};
+
+struct obj_desc {
+	char component[COMPONENT_MAX];
+	enum hc_component kind;
+	uint32_t index;
+	uint64_t payload;  /* bytes */
+	uint64_t len;      /* object bytes */
+};
+
+struct store_ctx {
+	char name[HC_POOL_NAME_MAX + 1];
+	struct hc_pool *pool;
+	bool anchor;
+	bool marker;      /* logical anchor: one empty marker object per page */
+	bool zero_copy;
+	bool skip_writes; /* MLA on a TP rank other than 0 */
+	const char *suffix;
+	size_t page_bytes;
+	size_t slot_bytes;
+	size_t alignment;
+	unsigned nobj;
+	struct obj_desc obj[STORE_MAX_OBJS];
+	struct store_trailer tmpl; /* geometry fields of every trailer */
+	struct stats_acc stats;
+};
+
+/* Scratch of one call; cached across calls. */
+struct work {
+	struct work *next;
+	char (*names)[HC_NAME_MAX];
+	struct store_obj objs[CHUNK_OBJS];
+	struct iovec iov[CHUNK_OBJS][3];
+	uint8_t *trailers;       /* CHUNK_OBJS blocks */
+	uint8_t *discard;        /* one block: read padding lands here */
+	uint8_t *bounce;
+	size_t bounce_cap;
+};
+
+struct hc_store {
+	const struct store_backend_ops *ops;
+	void *be;
+	char suffix_rank[HC_SUFFIX_MAX];
+	char suffix_shared[HC_SUFFIX_MAX];
+	uint32_t tp_rank;
+	bool force_bounce;
+	bool verify;
+	struct store_ctx *ctx[STORE_MAX_POOLS];
+	size_t nctx;
+	struct store_ctx *anchor;
+	pthread_mutex_t work_lock;
+	struct work *free_work;
+	struct stats_acc stats;
+};
+
+static uint8_t zero_block[FORMAT_BLOCK] __attribute__((aligned(FORMAT_BLOCK)));
+
+/* ---- statistics ---- */
+
+static void stat_add(struct store_ctx *c, struct hc_store *st, size_t field, uint64_t v)
+{
+	if (!v)
+		return;
+	atomic_fetch_add_explicit(&c->stats.v[field], v, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st->stats.v[field], v, memory_order_relaxed);
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static unsigned lat_bucket(uint64_t us)
+{
+	unsigned b = us ? 63u - (unsigned)__builtin_clzll(us) : 0;
+	return b < HC_STORE_LAT_BUCKETS ? b : HC_STORE_LAT_BUCKETS - 1;
+}
+
+static void stat_batch(struct hc_store *st, size_t count_field, size_t hist_field, uint64_t t0)
+{
+	atomic_fetch_add_explicit(&st->stats.v[count_field], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st->stats.v[hist_field + lat_bucket(now_us() - t0)], 1,
+				  memory_order_relaxed);
+}
+
+int hc_store_stats(const struct hc_store *st, const char *pool, struct hc_store_stats *out)
+{
+	if (!st || !out)
+		return util_fail(-EINVAL, "hc_store_stats: NULL argument");
+	const struct stats_acc *acc = &st->stats;
+	if (pool) {
+		acc = NULL;
+		for (size_t i = 0; i < st->nctx; i++)
+			if (!strcmp(st->ctx[i]->name, pool))
+				acc = &st->ctx[i]->stats;
+		if (!acc)
+			return util_fail(-ENOENT, "store: no pool '%s' is registered", pool);
+	}
+	uint64_t *dst = (uint64_t *)out;
+	for (size_t i = 0; i < NSTATS; i++)
+		dst[i] = atomic_load_explicit(&acc->v[i], memory_order_relaxed);
+	return 0;
+}
+
+double hc_store_latency_quantile(const uint64_t hist[HC_STORE_LAT_BUCKETS], double q)
+{
+	uint64_t total = 0;
+	for (int i = 0; i < HC_STORE_LAT_BUCKETS; i++)
+		total += hist[i];
+	if (!total)
+		return 0;
+	double want = q * (double)total, seen = 0;
+	for (int i = 0; i < HC_STORE_LAT_BUCKETS; i++) {
+		if (seen + (double)hist[i] >= want && hist[i]) {
+			/* Interpolate inside [2^i, 2^(i+1)). */
+			double lo = (double)(1ull << i), frac = (want - seen) / (double)hist[i];
+			return lo + frac * lo;
+		}
+		seen += (double)hist[i];
+	}
+	return (double)(1ull << (HC_STORE_LAT_BUCKETS - 1));
+}
+
+/* ---- open, close, registration ---- */
+
+void hc_store_opts_init(struct hc_store_opts *o, size_t size)
+{
+	if (!o)
+		return;
+	struct hc_store_opts d = {.struct_size = sizeof(d), .backend = "file", .tp_size = 1};
+	if (size > sizeof(d))
+		size = sizeof(d);
+	memcpy(o, &d, size);
+	o->struct_size = size;
+}
+
+static void work_free(struct work *w)
+{
+	if (!w)
+		return;
+	free(w->names);
+	free(w->trailers);
+	free(w->discard);
+	free(w->bounce);
+	free(w);
+}
+
+void hc_store_close(struct hc_store *st)
+{
+	if (!st)
+		return;
+	if (st->be)
+		st->ops->close(st->be);
+	for (size_t i = 0; i < st->nctx; i++)
+		free(st->ctx[i]);
+	while (st->free_work) {
+		struct work *w = st->free_work;
+		st->free_work = w->next;
+		work_free(w);
+	}
+	pthread_mutex_destroy(&st->work_lock);
+	free(st);
+}
+
+int hc_store_open(const struct hc_store_opts *o, struct hc_store **out)
+{
+	if (!o || !out)
+		return util_fail(-EINVAL, "hc_store_open: NULL argument");
+	*out = NULL;
+	if (o->struct_size < offsetof(struct hc_store_opts, force_bounce) + sizeof(bool))
+		return util_fail(-EINVAL, "hc_store_open: opts.struct_size %zu is too small "
+				 "(call hc_store_opts_init)", o->struct_size);
+	const char *backend = o->backend ? o->backend : "file";
+	const struct store_backend_ops *ops = NULL;
+	if (!strcmp(backend, "file"))
+		ops = &store_file_ops;
+	else if (!strcmp(backend, "mem"))
+		ops = &store_mem_ops;
+	else
+		return util_fail(-EINVAL, "store: unknown backend '%s' (file or mem)", backend);
+	if (o->tp_size == 0 || o->tp_rank >= o->tp_size)
+		return util_fail(-EINVAL, "store: tp_rank %u must be below tp_size %u", o->tp_rank,
+				 o->tp_size);
+
+	struct hc_store *st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	pthread_mutex_init(&st->work_lock, NULL);
+	st->ops = ops;
+	st->tp_rank = o->tp_rank;
+	st->force_bounce = o->force_bounce;
+	int rc = hc_key_suffix(o->model, o->tp_rank, o->tp_size, false, st->suffix_rank,
+			       sizeof(st->suffix_rank));
+	if (rc >= 0)
+		rc = hc_key_suffix(o->model, o->tp_rank, o->tp_size, true, st->suffix_shared,
+				   sizeof(st->suffix_shared));
+	if (rc < 0)
+		goto fail;
+
+	struct hc_config *own_cfg = NULL;
+	const struct hc_config *cfg = o->config;
+	if (!cfg) {
+		rc = hc_config_create(NULL, &own_cfg);
+		if (rc)
+			goto fail;
+		cfg = own_cfg;
+	}
+	rc = hc_config_get_bool(cfg, "verify_checksum", &st->verify);
+	if (!rc)
+		rc = ops->open(cfg, &st->be);
+	hc_config_destroy(own_cfg);
+	if (rc)
+		goto fail;
+	*out = st;
+	return 0;
+fail:
+	hc_store_close(st);
+	return rc;
+}
+
+size_t hc_store_alignment(const struct hc_store *st)
+{
+	return st ? st->ops->alignment(st->be) : 0;
+}
+
+bool hc_store_direct_io(const struct hc_store *st)
+{
+	return st && st->ops->direct && st->ops->direct(st->be);
+}
+
+const char *hc_store_io_engine(const struct hc_store *st)
+{
+	return st && st->ops->engine ? st->ops->engine(st->be) : "none";
+}
+
+/* Canonical geometry: what must match for bytes to mean the same thing. */
+static uint64_t geometry_hash(const struct hc_pool *pool)
+{
+	uint64_t g[24] = {0};
+	g[0] = hc_pool_kind(pool);
+	g[1] = hc_pool_page_tokens(pool);
+	g[2] = hc_pool_page_bytes(pool);
+	const struct hc_kv_geometry *kv = hc_pool_kv_geometry(pool);
+	const struct hc_mamba_geometry *mg = hc_pool_mamba_geometry(pool);
+	if (kv) {
+		g[3] = kv->layout;
+		g[4] = kv->layers;
+		g[5] = kv->heads;
+		g[6] = kv->head_dim;
+		g[7] = kv->elem_bytes;
+		g[8] = kv->mla;
+	} else if (mg) {
+		g[4] = mg->layers;
+		g[9] = mg->temporal_bytes;
+		g[10] = mg->nconv;
+		for (unsigned i = 0; i < mg->nconv && i < HC_MAMBA_MAX_CONV; i++)
+			g[11 + i] = mg->conv_bytes[i];
+	}
+	return XXH3_64bits(g, sizeof(g));
+}
+
+static int set_component(struct store_ctx *c, unsigned i, enum hc_component kind, const char *pool,
+			 uint32_t index)
+{
+	int rc = hc_key_component(kind, pool, index, c->obj[i].component,
+				  sizeof(c->obj[i].component));
+	c->obj[i].kind = kind;
+	c->obj[i].index = index;
+	return rc < 0 ? rc : 0;
+}
+
+/* Names as the reference: v1 zero-copy KV "_k"/"_v" (MLA "_k"), bounce
+ * plain; side pools "_<pool>" in bounce mode, zero-copy Mamba
+ * "_mamba_temporal"/"_mamba_conv_<i>", two-buffer pools "_<pool>_k/_v",
+ * other multi-buffer pools "_<pool>_<i>", one-buffer pools "_<pool>". */
+static int name_objects(struct store_ctx *c, const struct hc_segment *segs, unsigned nsegs)
+{
+	const char *pool = c->name;
+	if (c->marker) {
+		c->nobj = 1;
+		c->obj[0].payload = 0;
+		return set_component(c, 0, HC_COMP_PLAIN, NULL, 0);
+	}
+	if (!c->zero_copy) {
+		c->nobj = 1;
+		c->obj[0].payload = c->page_bytes;
+		return c->anchor ? set_component(c, 0, HC_COMP_PLAIN, NULL, 0)
+				 : set_component(c, 0, HC_COMP_POOL, pool, 0);
+	}
+	c->nobj = nsegs;
+	for (unsigned i = 0; i < nsegs; i++) {
+		int rc;
+		c->obj[i].payload = segs[i].len;
+		if (c->anchor)
+			rc = set_component(c, i, segs[i].component, NULL, 0);
+		else if (segs[i].component == HC_COMP_MAMBA_TEMPORAL && !strcmp(pool, "mamba"))
+			rc = set_component(c, i, HC_COMP_MAMBA_TEMPORAL, NULL, 0);
+		else if (segs[i].component == HC_COMP_MAMBA_CONV && !strcmp(pool, "mamba"))
+			rc = set_component(c, i, HC_COMP_MAMBA_CONV, NULL, segs[i].index);
+		else if (nsegs == 1)
+			rc = set_component(c, i, HC_COMP_POOL, pool, 0);
+		else if (nsegs == 2 && segs[0].component == HC_COMP_K)
+			rc = set_component(c, i, i == 0 ? HC_COMP_POOL_K : HC_COMP_POOL_V, pool, 0);
+		else
+			rc = set_component(c, i, HC_COMP_POOL_INDEX, pool, i);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int hc_store_register_pool(struct hc_store *st, const char *name, struct hc_pool *pool,
+			   bool anchor)
+{
+	if (!st || !name || !pool)
+		return util_fail(-EINVAL, "hc_store_register_pool: NULL argument");
+	if (!hc_key_pool_name_ok(name))
+		return util_fail(-EINVAL, "store: pool name '%s' is not [a-z0-9_]{1,%d}", name,
+				 HC_POOL_NAME_MAX);
+	for (size_t i = 0; i < st->nctx; i++)
+		if (!strcmp(st->ctx[i]->name, name))
+			return util_fail(-EEXIST, "store: pool '%s' is already registered", name);
+	if (anchor && st->anchor)
+		return util_fail(-EEXIST, "store: '%s' is already the anchor", st->anchor->name);
+	enum hc_pool_kind kind = hc_pool_kind(pool);
+	if (anchor && kind != HC_POOL_KV && kind != HC_POOL_ANCHOR)
+		return util_fail(-EINVAL, "store: anchor '%s' must be a kv or anchor pool", name);
+	if (!anchor && kind == HC_POOL_ANCHOR)
+		return util_fail(-EINVAL, "store: a logical anchor pool ('%s') can only be the anchor",
+				 name);
+	if (st->nctx == STORE_MAX_POOLS)
+		return util_fail(-ENOSPC, "store: at most %d pools", STORE_MAX_POOLS);
+
+	struct store_ctx *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	memcpy(c->name, name, strlen(name));
+	c->pool = pool;
+	c->anchor = anchor;
+	c->marker = kind == HC_POOL_ANCHOR;
+	c->page_bytes = hc_pool_page_bytes(pool);
+	const struct hc_kv_geometry *kv = hc_pool_kv_geometry(pool);
+	bool mla = kv && kv->mla;
+	c->suffix = mla ? st->suffix_shared : st->suffix_rank;
+	c->skip_writes = mla && st->tp_rank != 0;
+	c->alignment = st->ops->alignment(st->be);
+
+	struct hc_segment segs[STORE_MAX_OBJS];
+	unsigned nsegs = hc_pool_segment_count(pool);
+	if (nsegs > STORE_MAX_OBJS)
+		nsegs = 0;
+	int rc = 0;
+	if (nsegs) {
+		rc = hc_pool_page_segments(pool, 0, segs, STORE_MAX_OBJS);
+		if (rc < 0)
+			goto fail;
+	}
+	c->zero_copy = !c->marker && !st->force_bounce && nsegs > 0 &&
+		       hc_pool_aligned(pool, c->alignment);
+	if (c->zero_copy && st->ops->probe_memory) {
+		/* The reference's zero-length-file bug came from memory that
+		 * O_DIRECT could not read; try one aligned write from it. */
+		rc = st->ops->probe_memory(st->be, segs[0].addr, segs[0].len);
+		if (rc)
+			goto fail;
+		c->alignment = st->ops->alignment(st->be);
+	}
+	rc = name_objects(c, segs, nsegs);
+	if (rc)
+		goto fail;
+	for (unsigned i = 0; i < c->nobj; i++) {
+		c->obj[i].len = format_object_len(c->obj[i].payload);
+		if (!c->obj[i].len) {
+			rc = util_fail(-EINVAL, "store: pool '%s' pages are too large", name);
+			goto fail;
+		}
+	}
+	c->slot_bytes = c->zero_copy ? 0 : c->obj[0].len;
+	c->tmpl.pool_kind = (uint16_t)kind;
+	c->tmpl.layout = kv ? (uint16_t)kv->layout : 0;
+	c->tmpl.page_tokens = hc_pool_page_tokens(pool);
+	c->tmpl.geometry = geometry_hash(pool);
+	st->ctx[st->nctx++] = c;
+	if (anchor)
+		st->anchor = c;
+	log_info("store: pool '%s' (%s, %zu-byte pages): %s, %u object(s) per page", name,
+		 hc_pool_kind_name(kind), c->page_bytes,
+		 c->marker ? "marker" : c->zero_copy ? "zero-copy" : "bounce", c->nobj);
+	return 0;
+fail:
+	free(c);
+	return rc;
+}
+
+int hc_store_register_group(struct hc_store *st, const struct hc_pool_group *g)
+{
+	if (!st || !g)
+		return util_fail(-EINVAL, "hc_store_register_group: NULL argument");
+	struct hc_pool *anchor = hc_pool_group_anchor(g);
+	for (size_t i = 0; i < hc_pool_group_count(g); i++) {
+		const char *name;
+		struct hc_pool *p = hc_pool_group_at(g, i, &name);
+		int rc = hc_store_register_pool(st, name, p, p == anchor);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static struct store_ctx *find_ctx(const struct hc_store *st, const char *name)
+{
+	if (!name)
+		return NULL;
+	for (size_t i = 0; i < st->nctx; i++)
+		if (!strcmp(st->ctx[i]->name, name))
+			return st->ctx[i];
+	/* "kv" always means the anchor, whatever it was registered as. */
+	if (!strcmp(name, "kv") && st->anchor)
+		return st->anchor;
+	return NULL;
+}
+
+int hc_store_pool_info(const struct hc_store *st, const char *pool, struct hc_store_pool_info *out)
+{
+	if (!st || !out)
+		return util_fail(-EINVAL, "hc_store_pool_info: NULL argument");
+	const struct store_ctx *c = find_ctx(st, pool);
+	if (!c)
+		return util_fail(-ENOENT, "store: no pool '%s' is registered", pool ? pool : "(null)");
+	*out = (struct hc_store_pool_info){
+		.zero_copy = c->zero_copy,
+		.slot_bytes = c->slot_bytes,
+		.page_bytes = c->page_bytes,
+		.alignment = c->alignment,
+		.objects = c->nobj,
+	};
+	return 0;
+}
+
+/* ---- work areas ---- */
+
+static struct work *work_get(struct hc_store *st)
+{
+	pthread_mutex_lock(&st->work_lock);
+	struct work *w = st->free_work;
+	if (w)
+		st->free_work = w->next;
+	pthread_mutex_unlock(&st->work_lock);
+	if (w)
+		return w;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->names = malloc(CHUNK_OBJS * sizeof(*w->names));
+	if (!w->names || posix_memalign((void **)&w->trailers, FORMAT_BLOCK,
+					(size_t)CHUNK_OBJS * FORMAT_BLOCK) ||
+	    posix_memalign((void **)&w->discard, FORMAT_BLOCK, FORMAT_BLOCK)) {
+		work_free(w);
+		return NULL;
+	}
+	return w;
+}
+
+static void work_put(struct hc_store *st, struct work *w)
+{
+	pthread_mutex_lock(&st->work_lock);
+	w->next = st->free_work;
+	st->free_work = w;
+	pthread_mutex_unlock(&st->work_lock);
+}
+
+static int work_bounce(struct work *w, size_t bytes)
+{
+	if (bytes <= w->bounce_cap)
+		return 0;
+	free(w->bounce);
+	w->bounce = NULL;
+	w->bounce_cap = 0;
+	if (posix_memalign((void **)&w->bounce, FORMAT_BLOCK, bytes))
+		return util_fail(-ENOMEM, "store: no memory for %zu bytes of bounce slots", bytes);
+	w->bounce_cap = bytes;
+	return 0;
+}
+
+/* ---- transfers ---- */
+
+/* One page of one pool in a call. */
+struct entry {
+	struct store_ctx *ctx;
+	const struct hc_key *key;
+	uint64_t page;
+	int *result;
+};
+
+/* Flatten transfers into entries, checking every page first so a bad
+ * transfer writes nothing. */
+static int plan(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, bool need_pages,
+		struct entry **out, size_t *nout)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < nt; i++) {
+		if (t[i].n && (!t[i].keys || (need_pages && !t[i].pages)))
+			return util_fail(-EINVAL, "store: transfer %zu ('%s') has NULL keys or pages",
+					 i, t[i].pool ? t[i].pool : "(null)");
+		struct store_ctx *c = find_ctx(st, t[i].pool);
+		if (!c)
+			return util_fail(-EINVAL, "store: pool '%s' is not registered",
+					 t[i].pool ? t[i].pool : "(null)");
+		if (need_pages) {
+			uint64_t limit = hc_pool_pages(c->pool);
+			for (size_t j = 0; j < t[i].n; j++)
+				if (t[i].pages[j] >= limit)
+					return util_fail(-EFAULT, "store: page %llu lies outside the "
+							 "registered pool '%s' (%llu pages); "
+							 "nothing was transferred",
+							 (unsigned long long)t[i].pages[j], c->name,
+							 (unsigned long long)limit);
+		}
+		total += t[i].n;
+	}
+	struct entry *e = malloc((total ? total : 1) * sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	size_t k = 0;
+	for (size_t i = 0; i < nt; i++) {
+		struct store_ctx *c = find_ctx(st, t[i].pool);
+		for (size_t j = 0; j < t[i].n; j++, k++) {
+			e[k] = (struct entry){c, &t[i].keys[j], need_pages ? t[i].pages[j] : 0,
+					      t[i].results ? &t[i].results[j] : NULL};
+			if (e[k].result)
+				*e[k].result = -ENOENT;
+		}
+	}
+	*out = e;
+	*nout = total;
+	return 0;
+}
+
+static void set_result(struct entry *e, int rc)
+{
+	if (e->result)
+		*e->result = rc;
+}
+
+/* How many entries from `from` fit one chunk (objects and bounce bytes). */
+static size_t chunk_end(const struct entry *e, size_t from, size_t n, size_t *bounce_bytes)
+{
+	size_t objs = 0, bytes = 0, i = from;
+	for (; i < n; i++) {
+		size_t o = e[i].ctx->nobj, b = e[i].ctx->slot_bytes;
+		if (i > from && (objs + o > CHUNK_OBJS || bytes + b > CHUNK_BOUNCE_BYTES))
+			break;
+		objs += o;
+		bytes += b;
+	}
+	*bounce_bytes = bytes;
+	return i;
+}
+
+/* Name every object of entries [from, to) into w; returns object count. */
+static size_t name_chunk(struct work *w, const struct entry *e, size_t from, size_t to)
+{
+	size_t k = 0;
+	for (size_t i = from; i < to; i++) {
+		const struct store_ctx *c = e[i].ctx;
+		for (unsigned o = 0; o < c->nobj; o++, k++) {
+			hc_key_name(e[i].key, c->suffix, c->obj[o].component, w->names[k],
+				    HC_NAME_MAX);
+			w->objs[k] = (struct store_obj){
+				.name = w->names[k],
+				.route = hc_key_route_hash(w->names[k]),
+				.iov = w->iov[k],
+				.len = c->obj[o].len,
+				.result = -ENOENT,
+			};
+		}
+	}
+	return k;
+}
+
+static void trailer_for(const struct store_ctx *c, unsigned o, uint64_t checksum,
+			struct store_trailer *t)
+{
+	*t = c->tmpl;
+	t->component = (uint16_t)c->obj[o].kind;
+	t->component_index = c->obj[o].index;
+	t->payload_len = c->obj[o].payload;
+	t->checksum = checksum;
+}
+
+/* iov for object o of a zero-copy page: segment, pad, trailer block. */
+static unsigned zero_copy_iov(struct iovec *iov, const struct hc_segment *seg, uint64_t len,
+			      uint8_t *pad, uint8_t *trailer)
+{
+	unsigned n = 0;
+	if (seg->len)
+		iov[n++] = (struct iovec){seg->addr, seg->len};
+	size_t padlen = (size_t)(len - FORMAT_BLOCK - seg->len);
+	if (padlen)
+		iov[n++] = (struct iovec){pad, padlen};
+	iov[n++] = (struct iovec){trailer, FORMAT_BLOCK};
+	return n;
+}
+
+static int set_chunk(struct hc_store *st, struct work *w, struct entry *e, size_t from,
+		     size_t to, size_t bounce_bytes)
+{
+	size_t nobj = name_chunk(w, e, from, to);
+	int rc = work_bounce(w, bounce_bytes);
+	if (rc)
+		return rc;
+	/* Objects already stored are not rewritten. */
+	st->ops->exists(st->be, w->objs, nobj, false);
+	bool existed[CHUNK_OBJS];
+	struct store_obj *todo[CHUNK_OBJS];
+	size_t ntodo = 0, k = 0, slot_off = 0;
+	for (size_t i = from; i < to; i++) {
+		struct store_ctx *c = e[i].ctx;
+		struct hc_segment segs[STORE_MAX_OBJS];
+		if (c->zero_copy)
+			hc_pool_page_segments(c->pool, e[i].page, segs, STORE_MAX_OBJS);
+		uint8_t *slot = w->bounce + slot_off;
+		slot_off += c->slot_bytes;
+		for (unsigned o = 0; o < c->nobj; o++, k++) {
+			struct store_obj *obj = &w->objs[k];
+			existed[k] = obj->result == 0;
+			if (existed[k])
+				continue;
+			struct store_trailer t;
+			uint8_t *block = w->trailers + k * FORMAT_BLOCK;
+			if (c->marker) {
+				trailer_for(c, o, 0, &t);
+				w->iov[k][0] = (struct iovec){block, FORMAT_BLOCK};
+				obj->iovcnt = 1;
+			} else if (c->zero_copy) {
+				trailer_for(c, o, XXH3_64bits(segs[o].addr, segs[o].len), &t);
+				obj->iovcnt = zero_copy_iov(w->iov[k], &segs[o], obj->len,
+							    zero_block, block);
+			} else {
+				hc_pool_gather(c->pool, e[i].page, slot, c->page_bytes);
+				memset(slot + c->page_bytes, 0,
+				       obj->len - FORMAT_BLOCK - c->page_bytes);
+				trailer_for(c, o, XXH3_64bits(slot, c->page_bytes), &t);
+				block = slot + obj->len - FORMAT_BLOCK;
+				w->iov[k][0] = (struct iovec){slot, obj->len};
+				obj->iovcnt = 1;
+			}
+			format_trailer_write(block, &t);
+			todo[ntodo++] = obj;
+		}
+	}
+	/* The backend takes a contiguous array: compact the missing ones. */
+	struct store_obj batch[CHUNK_OBJS];
+	for (size_t j = 0; j < ntodo; j++)
+		batch[j] = *todo[j];
+	if (ntodo)
+		st->ops->put(st->be, batch, ntodo);
+	for (size_t j = 0; j < ntodo; j++)
+		todo[j]->result = batch[j].result;
+
+	k = 0;
+	for (size_t i = from; i < to; i++) {
+		struct store_ctx *c = e[i].ctx;
+		int page_rc = 0;
+		bool wrote = false, all_existed = true;
+		uint64_t bytes = 0;
+		for (unsigned o = 0; o < c->nobj; o++, k++) {
+			int r = w->objs[k].result;
+			if (existed[k] || r == -EEXIST)
+				continue;
+			all_existed = false;
+			if (r == 0) {
+				wrote = true;
+				bytes += c->obj[o].payload;
+			} else if (!page_rc) {
+				page_rc = r;
+			}
+		}
+		set_result(&e[i], page_rc);
+		stat_add(c, st, page_rc ? STAT(failures) : all_existed ? STAT(pages_existing)
+								    : STAT(pages_written), 1);
+		if (wrote)
+			stat_add(c, st, STAT(bytes_written), bytes);
+	}
+	return 0;
+}
+
+/* Check a fetched object; returns 0 or -EBADMSG. */
+static int verify_object(const struct hc_store *st, const struct store_ctx *c, unsigned o,
+			 const uint8_t *block, const void *payload)
+{
+	struct store_trailer got, want;
+	if (format_trailer_read(block, &got))
+		return -EBADMSG;
+	trailer_for(c, o, got.checksum, &want);
+	want.magic = got.magic;
+	want.version = got.version;
+	want.self_check = got.self_check;
+	want.reserved = got.reserved;
+	if (memcmp(&got, &want, sizeof(got)))
+		return -EBADMSG;
+	if (st->verify && c->obj[o].payload &&
+	    XXH3_64bits(payload, c->obj[o].payload) != got.checksum)
+		return -EBADMSG;
+	return 0;
+}
+
+static int get_chunk(struct hc_store *st, struct work *w, struct entry *e, size_t from, size_t to,
+		     size_t bounce_bytes)
+{
+	size_t nobj = name_chunk(w, e, from, to);
+	int rc = work_bounce(w, bounce_bytes);
+	if (rc)
+		return rc;
+	size_t k = 0, slot_off = 0;
+	for (size_t i = from; i < to; i++) {
+		struct store_ctx *c = e[i].ctx;
+		struct hc_segment segs[STORE_MAX_OBJS];
+		if (c->zero_copy)
+			hc_pool_page_segments(c->pool, e[i].page, segs, STORE_MAX_OBJS);
+		uint8_t *slot = w->bounce + slot_off;
+		slot_off += c->slot_bytes;
+		for (unsigned o = 0; o < c->nobj; o++, k++) {
+			struct store_obj *obj = &w->objs[k];
+			uint8_t *block = w->trailers + k * FORMAT_BLOCK;
+			if (c->marker) {
+				w->iov[k][0] = (struct iovec){block, FORMAT_BLOCK};
+				obj->iovcnt = 1;
+			} else if (c->zero_copy) {
+				obj->iovcnt = zero_copy_iov(w->iov[k], &segs[o], obj->len,
+							    w->discard, block);
+			} else {
+				w->iov[k][0] = (struct iovec){slot, obj->len};
+				obj->iovcnt = 1;
+			}
+		}
+	}
+	st->ops->get(st->be, w->objs, nobj);
+
+	k = 0;
+	slot_off = 0;
+	for (size_t i = from; i < to; i++) {
+		struct store_ctx *c = e[i].ctx;
+		struct hc_segment segs[STORE_MAX_OBJS];
+		if (c->zero_copy)
+			hc_pool_page_segments(c->pool, e[i].page, segs, STORE_MAX_OBJS);
+		uint8_t *slot = w->bounce + slot_off;
+		slot_off += c->slot_bytes;
+		int page_rc = 0;
+		for (unsigned o = 0; o < c->nobj; o++, k++) {
+			int r = w->objs[k].result;
+			if (r == -ENODATA || r == -EFBIG)
+				r = -EBADMSG; /* wrong size: not an object of this geometry */
+			if (r == 0) {
+				const uint8_t *block, *payload;
+				if (c->zero_copy) {
+					block = w->trailers + k * FORMAT_BLOCK;
+					payload = segs[o].addr;
+				} else if (c->marker) {
+					block = w->trailers + k * FORMAT_BLOCK;
+					payload = NULL;
+				} else {
+					block = slot + w->objs[k].len - FORMAT_BLOCK;
+					payload = slot;
+				}
+				r = verify_object(st, c, o, block, payload);
+			}
+			if (r == -EBADMSG) {
+				stat_add(c, st, STAT(corrupt), 1);
+				log_warn("store: object %s is corrupt or of another geometry; "
+					 "treated as a miss", w->objs[k].name);
+			}
+			if (r && !page_rc)
+				page_rc = r;
+		}
+		if (!page_rc && !c->zero_copy && !c->marker)
+			hc_pool_scatter(c->pool, e[i].page, slot, c->page_bytes);
+		set_result(&e[i], page_rc);
+		if (!page_rc) {
+			stat_add(c, st, STAT(hits), 1);
+			stat_add(c, st, STAT(pages_read), 1);
+			stat_add(c, st, STAT(bytes_read), c->page_bytes);
+		} else if (page_rc == -ENOENT || page_rc == -EBADMSG) {
+			stat_add(c, st, STAT(misses), 1);
+		} else {
+			stat_add(c, st, STAT(failures), 1);
+		}
+	}
+	return 0;
+}
+
+enum transfer_op { OP_SET, OP_GET };
+
+static int run(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, enum transfer_op op)
+{
+	struct entry *e = NULL;
+	size_t n = 0;
+	int rc = plan(st, t, nt, true, &e, &n);
+	if (rc)
+		return rc;
+	uint64_t t0 = now_us();
+	struct work *w = work_get(st);
+	if (!w) {
+		free(e);
+		return util_fail(-ENOMEM, "store: no memory for a transfer");
+	}
+	if (op == OP_SET) {
+		/* MLA: rank 0 writes for every rank; the others report success. */
+		size_t m = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (e[i].ctx->skip_writes)
+				set_result(&e[i], 0);
+			else
+				e[m++] = e[i];
+		}
+		n = m;
+	}
+	for (size_t i = 0; i < n && !rc;) {
+		size_t bounce, end = chunk_end(e, i, n, &bounce);
+		rc = op == OP_SET ? set_chunk(st, w, e, i, end, bounce)
+				  : get_chunk(st, w, e, i, end, bounce);
+		i = end;
+	}
+	work_put(st, w);
+	if (op == OP_SET)
+		stat_batch(st, STAT(set_batches), STAT(set_latency_us), t0);
+	else
+		stat_batch(st, STAT(get_batches), STAT(get_latency_us), t0);
+	if (rc) {
+		for (size_t j = 0; j < n; j++)
+			if (e[j].result && *e[j].result == -ENOENT)
+				*e[j].result = rc;
+	}
+	free(e);
+	return rc;
+}
+
+static int check_v1(struct hc_store *st, const struct hc_key *keys, size_t n,
+		    const uint64_t *pages, const char *what)
+{
+	if (!st)
+		return util_fail(-EINVAL, "%s: store is NULL", what);
+	if (!st->anchor)
+		return util_fail(-EINVAL, "%s: no anchor pool is registered", what);
+	if (n && (!keys || !pages))
+		return util_fail(-EINVAL, "%s: NULL keys or pages", what);
+	return 0;
+}
+
+int hc_store_set(struct hc_store *st, const struct hc_key *keys, size_t n, const uint64_t *pages,
+		 int *results)
+{
+	int rc = check_v1(st, keys, n, pages, "hc_store_set");
+	if (rc)
+		return rc;
+	struct hc_pool_transfer t = {st->anchor->name, keys, n, pages, HC_HIT_ALL_PAGES, results};
+	int *own = NULL;
+	if (!results && n) {
+		own = malloc(n * sizeof(*own));
+		if (!own)
+			return -ENOMEM;
+		t.results = own;
+	}
+	rc = run(st, &t, 1, OP_SET);
+	for (size_t i = 0; !rc && i < n; i++)
+		if (t.results[i])
+			rc = t.results[i];
+	free(own);
+	return rc;
+}
+
+static int64_t leading(const int *results, size_t n)
+{
+	size_t i = 0;
+	while (i < n && results[i] == 0)
+		i++;
+	return (int64_t)i;
+}
+
+int64_t hc_store_get(struct hc_store *st, const struct hc_key *keys, size_t n,
+		     const uint64_t *pages, int *results)
+{
+	int rc = check_v1(st, keys, n, pages, "hc_store_get");
+	if (rc)
+		return rc;
+	if (st->anchor->marker)
+		return util_fail(-EINVAL, "hc_store_get: the anchor '%s' is a logical pool with no "
+				 "data; use hc_store_get_v2", st->anchor->name);
+	struct hc_pool_transfer t = {st->anchor->name, keys, n, pages, HC_HIT_ALL_PAGES, results};
+	int *own = NULL;
+	if (!results && n) {
+		own = malloc(n * sizeof(*own));
+		if (!own)
+			return -ENOMEM;
+		t.results = own;
+	}
+	rc = run(st, &t, 1, OP_GET);
+	int64_t hits = rc ? rc : leading(t.results, n);
+	free(own);
+	return hits;
+}
+
+/* The return value of set_v2/get_v2 needs every outcome, also of the
+ * transfers whose results array is NULL: run on a copy of the transfers
+ * that gives those an array of ours. */
+static int run_v2(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, enum transfer_op op)
+{
+	size_t extra = 0;
+	for (size_t i = 0; i < nt; i++)
+		if (!t[i].results)
+			extra += t[i].n;
+	struct hc_pool_transfer *c = malloc((nt ? nt : 1) * sizeof(*c));
+	int *own = malloc((extra ? extra : 1) * sizeof(*own));
+	if (!c || !own) {
+		free(c);
+		free(own);
+		return util_fail(-ENOMEM, "store: no memory for a transfer");
+	}
+	for (size_t i = 0, off = 0; i < nt; i++) {
+		c[i] = t[i];
+		if (!c[i].results) {
+			c[i].results = own + off;
+			off += c[i].n;
+		}
+	}
+	int rc = run(st, c, nt, op);
+	if (!rc && op == OP_SET)
+		for (size_t i = 0; !rc && i < nt; i++)
+			for (size_t j = 0; !rc && j < c[i].n; j++)
+				rc = c[i].results[j];
+	if (!rc && op == OP_GET && nt)
+		rc = (int)leading(c[0].results, c[0].n);
+	free(c);
+	free(own);
+	return rc;
+}
+
+int hc_store_set_v2(struct hc_store *st, struct hc_pool_transfer *t, size_t nt)
+{
+	if (!st || (nt && !t))
+		return util_fail(-EINVAL, "hc_store_set_v2: NULL argument");
+	return run_v2(st, t, nt, OP_SET);
+}
+
+int hc_store_get_v2(struct hc_store *st, struct hc_pool_transfer *t, size_t nt)
+{
+	if (!st || (nt && !t))
+		return util_fail(-EINVAL, "hc_store_get_v2: NULL argument");
+	return run_v2(st, t, nt, OP_GET);
+}
+
+/* ---- exists ---- */
+
+/* Which of pages [0, n) of ctx exist (all their objects, right size).
+ * With stop_at_miss, stops at the first missing page. Returns the leading
+ * run of existing pages, or -errno; hit[i] is filled for pages looked at. */
+static int64_t exists_pages(struct hc_store *st, struct store_ctx *c, const struct hc_key *keys,
+			    size_t n, bool stop_at_miss, bool *hit)
+{
+	struct work *w = work_get(st);
+	if (!w)
+		return util_fail(-ENOMEM, "store: no memory for exists");
+	size_t per_chunk = CHUNK_OBJS / c->nobj;
+	int64_t lead = 0;
+	bool in_lead = true;
+	for (size_t from = 0; from < n; from += per_chunk) {
+		size_t to = from + per_chunk < n ? from + per_chunk : n;
+		size_t k = 0;
+		for (size_t i = from; i < to; i++) {
+			for (unsigned o = 0; o < c->nobj; o++, k++) {
+				hc_key_name(&keys[i], c->suffix, c->obj[o].component, w->names[k],
+					    HC_NAME_MAX);
+				w->objs[k] = (struct store_obj){
+					.name = w->names[k],
+					.route = hc_key_route_hash(w->names[k]),
+					.len = c->obj[o].len,
+					.result = -ENOENT,
+				};
+			}
+		}
+		st->ops->exists(st->be, w->objs, k, stop_at_miss);
+		bool miss = false;
+		for (size_t i = from, o = 0; i < to; i++) {
+			bool all = true;
+			for (unsigned j = 0; j < c->nobj; j++, o++)
+				all = all && w->objs[o].result == 0;
+			if (hit)
+				hit[i] = all;
+			stat_add(c, st, all ? STAT(hits) : STAT(misses), 1);
+			if (all && in_lead)
+				lead++;
+			if (!all) {
+				in_lead = false;
+				miss = true;
+				if (stop_at_miss)
+					break;
+			}
+		}
+		if (miss && stop_at_miss)
+			break;
+	}
+	work_put(st, w);
+	return lead;
+}
+
+int64_t hc_store_exists(struct hc_store *st, const struct hc_key *keys, size_t n)
+{
+	if (!st || (n && !keys))
+		return util_fail(-EINVAL, "hc_store_exists: NULL argument");
+	if (!st->anchor)
+		return util_fail(-EINVAL, "hc_store_exists: no anchor pool is registered");
+	uint64_t t0 = now_us();
+	int64_t r = exists_pages(st, st->anchor, keys, n, true, NULL);
+	stat_batch(st, STAT(exists_batches), STAT(exists_latency_us), t0);
+	return r;
+}
+
+int64_t hc_store_exists_v2(struct hc_store *st, const struct hc_key *keys, size_t n,
+			   const struct hc_pool_transfer *t, size_t nt, uint64_t *kv_hit_pages,
+			   uint64_t *pool_hits)
+{
+	if (!st || (n && !keys) || (nt && (!t || !pool_hits)))
+		return util_fail(-EINVAL, "hc_store_exists_v2: NULL argument");
+	if (!st->anchor)
+		return util_fail(-EINVAL, "hc_store_exists_v2: no anchor pool is registered");
+	uint64_t t0 = now_us();
+	int64_t kv = exists_pages(st, st->anchor, keys, n, true, NULL);
+	if (kv < 0)
+		return kv;
+	if (kv_hit_pages)
+		*kv_hit_pages = (uint64_t)kv;
+	int64_t result = kv;
+	bool *hit = NULL;
+	for (size_t i = 0; i < nt; i++)
+		pool_hits[i] = 0;
+	for (size_t i = 0; i < nt && result > 0; i++) {
+		struct store_ctx *c = find_ctx(st, t[i].pool);
+		if (!c) {
+			result = 0; /* an unregistered pool gives 0, and stops the rest */
+			break;
+		}
+		int64_t hits;
+		if (t[i].policy == HC_HIT_ALL_PAGES) {
+			hits = exists_pages(st, c, keys, (size_t)kv, true, NULL);
+		} else {
+			/* trailing_pages: the largest p in (0, kv] whose last N
+			 * pages [max(0, p - N), p) all exist. */
+			size_t want = t[i].n ? t[i].n : 1;
+			if (!hit && !(hit = malloc((size_t)kv * sizeof(*hit)))) {
+				result = -ENOMEM;
+				break;
+			}
+			hits = exists_pages(st, c, keys, (size_t)kv, false, hit);
+			if (hits >= 0) {
+				hits = 0;
+				size_t run = 0; /* existing pages ending at p - 1 */
+				for (size_t p = 1; p <= (size_t)kv; p++) {
+					run = hit[p - 1] ? run + 1 : 0;
+					if (run >= want || (run == p && run > 0))
+						hits = (int64_t)p;
+				}
+			}
+		}
+		if (hits < 0) {
+			result = hits;
+			break;
+		}
+		pool_hits[i] = (uint64_t)hits;
+		if (hits < result)
+			result = hits;
+	}
+	free(hit);
+	stat_batch(st, STAT(exists_batches), STAT(exists_latency_us), t0);
+	return result;
+}
