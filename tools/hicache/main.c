@@ -11,6 +11,11 @@ static const struct cli_command commands[] = {
 	 cmd_keys},
 	{"config", "print every configuration key with its effective value and source",
 	 cmd_config},
+	{"bench", "measure store set/get/exists throughput and batch latency (bench store)",
+	 cmd_bench},
+	{"fsck", "check every object of a file store; --repair removes the bad ones", cmd_fsck},
+	{"ls", "count the pages, objects and bytes of a file store, with their ages", cmd_ls},
+	{"gc", "delete the oldest pages of a file store down to a capacity", cmd_gc},
 };
 
 static void usage(FILE *out)

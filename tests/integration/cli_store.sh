@@ -1,0 +1,351 @@
+#!/bin/bash
+# hicache bench store / fsck / ls / gc against real file stores: every page
+# written by a set reads back byte for byte under each engine, O_DIRECT and
+# zero-copy setting; misses, exists counts, corruption found and repaired,
+# orphaned temp files, gc down to a cap, and usage errors.
+# Exit 0 pass, 1 fail, 77 skip.
+set -u
+
+BIN=${HICACHE_BIN:-}
+PY=${PYTHON3:-python3}
+[ -n "$BIN" ] && [ -x "$BIN" ] || { echo "skip: HICACHE_BIN not set or not executable"; exit 77; }
+command -v "$PY" >/dev/null 2>&1 || { echo "skip: no python3"; exit 77; }
+
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# jtrue FILE EXPR: the Python expression EXPR is true of the JSON object d in FILE.
+jtrue() {
+	"$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2"
+}
+# jget FILE EXPR: print EXPR of the JSON object d in FILE.
+jget() {
+	"$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+# Every bench --json output: the fields are there, agree with each other and
+# with the expected KEY=VALUE pairs. Python starts slowly on small machines,
+# so bench() only records what to check and this runs once, at the end, over
+# the manifest (lines of NAME<TAB>KEY=VALUE<TAB>...).
+cat >"$TMP/consistent.py" <<'EOF'
+import json, sys
+
+FIELDS = ['op', 'backend', 'engine', 'direct', 'zero_copy', 'page_bytes', 'pages', 'batch',
+          'threads', 'bytes', 'seconds', 'gbps', 'pages_per_s', 'p50_ms', 'p99_ms',
+          'verified_pages', 'failed_pages', 'hits', 'misses', 'corrupt', 'errors']
+
+def close(a, b):
+    return abs(a - b) <= 1e-3 * max(abs(a), abs(b)) + 1e-6
+
+def batches(d):
+    p, t, b = d['pages'], d['threads'], d['batch']
+    return sum((p * (i + 1) // t - p * i // t + b - 1) // b for i in range(t))
+
+def problem(d, want):
+    missing = [f for f in FIELDS if f not in d]
+    if missing:
+        return 'missing fields: %s' % missing
+    for k, v in want.items():
+        if str(d[k]).lower() != v.lower():
+            return '%s is %r, expected %s' % (k, d[k], v)
+    if d['seconds'] <= 0 or d['p50_ms'] <= 0 or d['p50_ms'] > d['p99_ms']:
+        return 'timing: seconds %r p50 %r p99 %r' % (d['seconds'], d['p50_ms'], d['p99_ms'])
+    if not close(d['gbps'], d['bytes'] / d['seconds'] / 1e9):
+        return 'gbps %r != bytes / seconds / 1e9' % d['gbps']
+    if not close(d['pages_per_s'], d['pages'] / d['seconds']):
+        return 'pages_per_s %r != pages / seconds' % d['pages_per_s']
+    if d['batches'] != batches(d):
+        return 'batches %r, expected %r' % (d['batches'], batches(d))
+    op = d['op']
+    if op == 'set' and d['bytes'] != (d['pages'] - d['failed_pages']) * d['page_bytes']:
+        return 'set: bytes %r' % d['bytes']
+    if op == 'get':
+        if d['bytes'] != d['hits'] * d['page_bytes']:
+            return 'get: bytes != hits x page_bytes'
+        if d['hits'] + d['misses'] + d['corrupt'] + d['errors'] != d['pages']:
+            return 'get: hits + misses + corrupt + errors != pages'
+        if d['failed_pages'] != d['misses'] + d['corrupt'] + d['errors'] + d['mismatched_pages']:
+            return 'get: failed_pages does not add up'
+        if d['verify'] and d['verified_pages'] + d['mismatched_pages'] != d['hits']:
+            return 'get: verified + mismatched != hits'
+    if op == 'exists' and (d['hits'] + d['misses'] != d['pages'] or d['bytes'] != 0):
+        return 'exists: hits + misses != pages, or bytes != 0'
+    return None
+
+tmp, bad = sys.argv[1], 0
+for line in open(tmp + '/manifest'):
+    name, *checks = line.rstrip('\n').split('\t')
+    text = open('%s/%s.json' % (tmp, name)).read()
+    try:
+        why = problem(json.loads(text), dict(c.split('=', 1) for c in checks))
+    except ValueError as e:
+        why = 'not one JSON object (%s)' % e
+    if why:
+        print('FAIL: %s: %s: %s' % (name, why, text.strip()))
+        bad += 1
+sys.exit(1 if bad else 0)
+EOF
+
+# bench NAME RC KEY=VALUE... -- ARGS: run "bench store ARGS --json" and
+# expect exit status RC; consistent.py checks the output at the end.
+bench() {
+	local name=$1 want_rc=$2 rc checks=""
+	shift 2
+	while [ "$1" != "--" ]; do
+		checks+=$'\t'"$1"
+		shift
+	done
+	shift
+	"$BIN" bench store "$@" --json >"$TMP/$name.json" 2>"$TMP/$name.err"
+	rc=$?
+	if [ "$rc" != "$want_rc" ]; then
+		fail "$name: exit $rc, expected $want_rc ($(head -c 600 "$TMP/$name.err"))"
+		return 1
+	fi
+	printf '%s%s\n' "$name" "$checks" >>"$TMP/manifest"
+	return 0
+}
+
+# ---- probes: what this machine can do ----
+mkdir "$TMP/probe"
+"$BIN" bench store --op set --pages 1 --page-bytes 4096 --dir "$TMP/probe" --direct on \
+	--json >"$TMP/probe.json" 2>"$TMP/probe.err" || { cat "$TMP/probe.err"; echo "FAIL: probe set"; exit 1; }
+DIRECT_OK=$(jget "$TMP/probe.json" "str(d['direct']).lower()")
+[ "$DIRECT_OK" = true ] || echo "note: O_DIRECT is not available here; direct on falls back"
+ENGINES="threads"
+if "$BIN" bench store --op set --pages 1 --page-bytes 4096 --dir "$TMP/probe" --engine uring \
+	>/dev/null 2>&1; then
+	ENGINES="uring threads"
+else
+	echo "note: io_uring is not available here; testing the thread engine only"
+fi
+
+# ---- set then get --verify: sizes x engines x O_DIRECT x zero-copy ----
+for size in 65536:200 5000:300; do
+	pb=${size%%:*}
+	np=${size##*:}
+	for engine in $ENGINES; do
+		for direct in on off; do
+			for zc in on off; do
+				tag=s$pb-$engine-d$direct-z$zc
+				dir=$TMP/$tag
+				mkdir "$dir"
+				want_direct=false
+				[ "$direct" = on ] && want_direct=$DIRECT_OK
+				want=("engine=$engine" "direct=$want_direct" "page_bytes=$pb" "pages=$np" batch=32)
+				[ "$zc" = off ] && want+=(zero_copy=false)
+				[ "$zc" = on ] && [ "$pb" = 65536 ] && want+=(zero_copy=true)
+				args=(--dir "$dir" --page-bytes "$pb" --pages "$np" --batch 32
+				      --engine "$engine" --direct "$direct" --zero-copy "$zc")
+				bench "$tag.set" 0 op=set failed_pages=0 "${want[@]}" -- \
+					--op set "${args[@]}" || continue
+				bench "$tag.get" 0 op=get "hits=$np" "verified_pages=$np" failed_pages=0 \
+					"${want[@]}" -- --op get --verify "${args[@]}"
+				# A set of pages that exist writes nothing and still succeeds.
+				bench "$tag.reset" 0 op=set failed_pages=0 -- --op set "${args[@]}"
+			done
+		done
+	done
+done
+
+# ---- misses, exists, threads, layouts, the mem backend ----
+A=$TMP/s65536-threads-doff-zon
+common=(--dir "$A" --page-bytes 65536 --batch 32 --engine threads --direct off --zero-copy on)
+bench never 1 hits=0 misses=200 failed_pages=200 verified_pages=0 -- \
+	--op get --verify --pages 200 --seed 99 "${common[@]}"
+bench partial 1 hits=200 misses=40 verified_pages=200 failed_pages=40 -- \
+	--op get --verify --pages 240 "${common[@]}"
+# Pages 0..199 exist: every batch's leading run counts them, and only them.
+bench exists 0 op=exists hits=200 misses=64 failed_pages=0 -- \
+	--op exists --pages 264 "${common[@]}"
+bench exists-none 0 op=exists hits=0 misses=100 -- --op exists --pages 100 --seed 7 "${common[@]}"
+
+T=$TMP/threads
+mkdir "$T"
+targs=(--dir "$T" --page-bytes 5000 --pages 301 --batch 16 --threads 3)
+bench threads.set 0 threads=3 failed_pages=0 -- --op set "${targs[@]}"
+bench threads.get 0 threads=3 verified_pages=301 failed_pages=0 -- --op get --verify "${targs[@]}"
+# One thread reads what three wrote: keys and contents depend on the page only.
+bench threads.get1 0 threads=1 verified_pages=301 -- --op get --verify --dir "$T" \
+	--page-bytes 5000 --pages 301 --batch 7
+
+for layout in layer_first page_first_direct; do
+	L=$TMP/$layout
+	mkdir "$L"
+	largs=(--dir "$L" --page-bytes 8192 --pages 100 --layout "$layout")
+	bench "$layout.set" 0 layout=$layout failed_pages=0 -- --op set "${largs[@]}"
+	bench "$layout.get" 0 layout=$layout verified_pages=100 -- --op get --verify "${largs[@]}"
+done
+bench mem.get 0 backend=mem verified_pages=50 failed_pages=0 -- \
+	--backend mem --op get --verify --pages 50 --page-bytes 4097 --batch 8 --threads 2
+
+# The human summary names what the --json output does.
+"$BIN" bench store --op get --verify "${common[@]}" --pages 10 >"$TMP/human.txt" 2>&1 ||
+	fail "human get: exit $? ($(cat "$TMP/human.txt"))"
+grep -q 'verified   10, mismatched 0' "$TMP/human.txt" || fail "human get: $(cat "$TMP/human.txt")"
+grep -q 'cache      warm' "$TMP/human.txt" || fail "human get: no cache note: $(cat "$TMP/human.txt")"
+
+# ---- ls ----
+"$BIN" ls --json "$A" >"$TMP/ls.json" || fail "ls: exit $?"
+# Zero-copy 64 KiB pages: objects _k and _v of 32 KiB, each + a 4 KiB trailer block.
+jtrue "$TMP/ls.json" "d['pages'] == 200 and d['objects'] == 400 and d['bytes'] == 400 * (32768 + 4096) and d['oldest'] <= d['newest'] and d['oldest'].endswith('Z')" ||
+	fail "ls: $(cat "$TMP/ls.json")"
+B=$TMP/s5000-threads-doff-zoff
+"$BIN" ls --json "$B" >"$TMP/ls5000.json" || fail "ls 5000: exit $?"
+jtrue "$TMP/ls5000.json" "d['pages'] == 300 and d['objects'] == 300 and d['bytes'] == 300 * (8192 + 4096)" ||
+	fail "ls 5000: $(cat "$TMP/ls5000.json")"
+"$BIN" ls --json "$A" "$B" >"$TMP/ls2.json" || fail "ls two dirs: exit $?"
+# Both stores used seed 0: pages 0..199 have the same keys in each, so 300 pages.
+jtrue "$TMP/ls2.json" "d['pages'] == 300 and d['objects'] == 700" || fail "ls two dirs: $(cat "$TMP/ls2.json")"
+mkdir "$TMP/empty"
+"$BIN" ls --json "$TMP/empty" >"$TMP/ls0.json" || fail "ls empty: exit $?"
+jtrue "$TMP/ls0.json" "d['pages'] == 0 and d['bytes'] == 0 and d['oldest'] is None" ||
+	fail "ls empty: $(cat "$TMP/ls0.json")"
+"$BIN" ls "$A" | grep -q '^pages    200$' || fail "ls: human output"
+
+# ---- fsck: clean, corrupt, orphaned temp, repair ----
+F=$TMP/fsck
+mkdir "$F"
+fargs=(--dir "$F" --page-bytes 65536 --pages 200 --batch 32)
+bench fsck.set 0 failed_pages=0 -- --op set "${fargs[@]}"
+"$BIN" fsck --json "$F" >"$TMP/fsck0.json" 2>"$TMP/fsck0.err"
+rc=$?
+[ $rc = 0 ] || fail "fsck clean: exit $rc ($(cat "$TMP/fsck0.err"))"
+"$BIN" ls --json "$F" >"$TMP/lsf.json"
+objects=$(jget "$TMP/lsf.json" "d['objects']")
+jtrue "$TMP/fsck0.json" "d['ok'] == $objects and d['corrupt'] == 0 and d['orphaned_temp'] == 0 and d['removed'] == 0" ||
+	fail "fsck clean: $(cat "$TMP/fsck0.json")"
+
+# One flipped payload byte in one object; an orphaned temp file; a foreign file.
+victim=$(cd "$F" && find . -type f -name '[0-9a-f]*' | sort | head -n 1)
+"$PY" -c '
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(100)
+    b = f.read(1)
+    f.seek(100)
+    f.write(bytes([b[0] ^ 0x01]))' "$F/$victim"
+bucket=$(dirname "$victim")
+orphan=$F/$bucket/.tmp.0123456789abcdef.999999.1
+head -c 8192 /dev/zero >"$orphan"
+touch -d '2 hours ago' "$orphan"
+echo hello >"$F/$bucket/notes.txt"
+
+"$BIN" fsck --json "$F" >"$TMP/fsck1.json" 2>"$TMP/fsck1.err"
+rc=$?
+[ $rc = 1 ] || fail "fsck corrupt: exit $rc, expected 1"
+jtrue "$TMP/fsck1.json" "d['corrupt'] == 1 and d['ok'] == $objects - 1 and d['orphaned_temp'] == 1 and d['foreign'] == 1 and d['removed'] == 0" ||
+	fail "fsck corrupt: $(cat "$TMP/fsck1.json")"
+grep -q "${victim#./}" "$TMP/fsck1.err" || fail "fsck corrupt: the object is not named: $(cat "$TMP/fsck1.err")"
+if [ ! -e "$F/$victim" ] || [ ! -e "$orphan" ]; then
+	fail "fsck without --repair removed something"
+fi
+
+# Before the repair, a get sees exactly one corrupt page.
+bench fsck.get-corrupt 1 hits=199 corrupt=1 failed_pages=1 verified_pages=199 -- \
+	--op get --verify "${fargs[@]}"
+# Without the store's checksum the page is a hit, and the bench's own check
+# finds the wrong byte.
+HICACHE_VERIFY_CHECKSUM=off bench fsck.get-nochecksum 1 hits=200 mismatched_pages=1 \
+	failed_pages=1 verified_pages=199 -- --op get --verify "${fargs[@]}"
+
+"$BIN" fsck --repair --json "$F" >"$TMP/fsck2.json" 2>"$TMP/fsck2.err"
+rc=$?
+[ $rc = 1 ] || fail "fsck --repair: exit $rc, expected 1 (corruption was found)"
+jtrue "$TMP/fsck2.json" "d['corrupt'] == 1 and d['orphaned_temp'] == 1 and d['removed'] == 2 and d['repair']" ||
+	fail "fsck --repair: $(cat "$TMP/fsck2.json")"
+[ ! -e "$F/$victim" ] || fail "fsck --repair: corrupt object still there"
+[ ! -e "$orphan" ] || fail "fsck --repair: orphaned temp file still there"
+[ -e "$F/$bucket/notes.txt" ] || fail "fsck --repair removed a foreign file"
+
+"$BIN" fsck --json "$F" >"$TMP/fsck3.json" 2>"$TMP/fsck3.err"
+rc=$?
+[ $rc = 0 ] || fail "fsck after repair: exit $rc ($(cat "$TMP/fsck3.err"))"
+jtrue "$TMP/fsck3.json" "d['corrupt'] == 0 and d['orphaned_temp'] == 0 and d['ok'] == $objects - 1" ||
+	fail "fsck after repair: $(cat "$TMP/fsck3.json")"
+"$BIN" fsck "$F" | grep -q '^corrupt        0$' || fail "fsck: human output"
+# The repaired page is a miss now; every other page is intact.
+bench fsck.get-repaired 1 hits=199 misses=1 corrupt=0 failed_pages=1 verified_pages=199 -- \
+	--op get --verify "${fargs[@]}"
+
+# ---- gc: the older half goes ----
+G=$TMP/gc
+mkdir "$G"
+gargs=(--dir "$G" --page-bytes 16384 --pages 100 --batch 32)
+bench gc.old 0 failed_pages=0 -- --op set --seed 1 "${gargs[@]}"
+find "$G" -type f -exec touch -d '1 hour ago' {} +
+bench gc.new 0 failed_pages=0 -- --op set --seed 2 "${gargs[@]}"
+"$BIN" ls --json "$G" >"$TMP/lsg.json"
+total=$(jget "$TMP/lsg.json" "d['bytes']")
+cap_gb=$("$PY" -c "print('%.9f' % ($total / 2 / 1e9))")
+"$BIN" gc "$G" --capacity-gb "$cap_gb" --json >"$TMP/gc.json" 2>"$TMP/gc.err"
+rc=$?
+[ $rc = 0 ] || fail "gc: exit $rc ($(cat "$TMP/gc.err"))"
+jtrue "$TMP/gc.json" "d['removed_pages'] == 100 and d['removed_bytes'] == $total // 2 and d['bytes_left'] <= d['capacity_bytes']" ||
+	fail "gc: $(cat "$TMP/gc.json")"
+"$BIN" ls --json "$G" >"$TMP/lsg2.json"
+jtrue "$TMP/lsg2.json" "d['pages'] == 100 and d['bytes'] <= $total / 2" || fail "ls after gc: $(cat "$TMP/lsg2.json")"
+bench gc.get-old 1 hits=0 failed_pages=100 -- --op get --verify --seed 1 "${gargs[@]}"
+bench gc.get-new 0 verified_pages=100 failed_pages=0 -- --op get --verify --seed 2 "${gargs[@]}"
+"$BIN" gc "$G" "$TMP/empty" --capacity-gb 0 >"$TMP/gc0.txt" || fail "gc to 0: exit $?"
+grep -q '^removed  100 pages' "$TMP/gc0.txt" || fail "gc to 0: $(cat "$TMP/gc0.txt")"
+
+# ---- usage ----
+usage_err() { # expected-status args...
+	local expect=$1
+	shift
+	"$BIN" "$@" >"$TMP/u.out" 2>"$TMP/u.err"
+	local rc=$?
+	[ $rc = "$expect" ] || fail "'$*': exit $rc, expected $expect"
+	if [ "$expect" = 2 ] && [ ! -s "$TMP/u.err" ]; then
+		fail "'$*': no message on stderr"
+	fi
+	if [ "$expect" = 0 ] && ! grep -q '^usage:' "$TMP/u.out"; then
+		fail "'$*': no usage on stdout"
+	fi
+}
+for cmd in "bench" "bench store" fsck ls gc; do
+	# shellcheck disable=SC2086
+	usage_err 0 $cmd --help
+done
+usage_err 2 bench
+usage_err 2 bench disk --op set
+usage_err 2 bench store --op set --pages 10
+usage_err 2 bench store --op frob --pages 10 --page-bytes 4096 --dir "$TMP/empty"
+usage_err 2 bench store --op set --pages 10 --page-bytes 0 --dir "$TMP/empty"
+usage_err 2 bench store --op set --pages -1 --page-bytes 4096 --dir "$TMP/empty"
+usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --batch 0 --dir "$TMP/empty"
+usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --direct maybe --dir "$TMP/empty"
+usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --zero-copy 1 --dir "$TMP/empty"
+usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --engine aio --dir "$TMP/empty"
+usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --layout diagonal --dir "$TMP/empty"
+usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --threads 0 --dir "$TMP/empty"
+usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --verify --dir "$TMP/empty"
+usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --bogus --dir "$TMP/empty"
+usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --dir
+usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --dir "$TMP/empty" extra
+# The store creates a missing base dir, but not its parents.
+usage_err 1 bench store --op set --pages 10 --page-bytes 4096 --dir "$TMP/missing/sub"
+usage_err 2 fsck
+usage_err 2 fsck --bogus "$TMP/empty"
+usage_err 1 fsck "$TMP/missing"
+usage_err 1 ls "$TMP/missing"
+usage_err 1 gc "$TMP/missing" --capacity-gb 1
+usage_err 2 ls
+usage_err 2 ls --bogus "$TMP/empty"
+usage_err 2 gc "$TMP/empty"
+usage_err 2 gc "$TMP/empty" --capacity-gb -1
+usage_err 2 gc "$TMP/empty" --capacity-gb 1x
+usage_err 2 gc --capacity-gb 1
+usage_err 2 gc "$TMP/empty" --capacity-gb
+
+"$PY" "$TMP/consistent.py" "$TMP" || fails=$((fails + 1))
+
+if [ $fails -ne 0 ]; then
+	echo "$fails failure(s)"
+	exit 1
+fi
+echo "ok"
+exit 0

@@ -1,0 +1,103 @@
+/* hicache ls: what a file store holds (pages, objects, bytes) and the age
+ * of its oldest and newest objects, from a scan of its directories
+ * (hc_file_ls(); the store need not be open). */
+#include "commands.h"
+
+#include <hicache/hicache.h>
+#include <hicache/store.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <time.h>
+
+static void ls_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: hicache ls [--json] DIR...\n"
+		"\n"
+		"Scans the file store base dirs DIR... and prints the number of pages\n"
+		"(distinct page keys; a zero-copy page is several objects), objects and\n"
+		"bytes, and the modification times of the oldest and newest objects as\n"
+		"ISO-8601 UTC (\"-\" / null when the store is empty).\n"
+		"\n"
+		"options:\n"
+		"  -j, --json     print one JSON object (times also as oldest_ns, newest_ns)\n"
+		"  -h, --help     print this help and exit\n"
+		"\n"
+		"exit status: 0 ok, 1 the scan failed, 2 bad usage\n");
+}
+
+/* "YYYY-MM-DDTHH:MM:SSZ", or "" for 0 (an empty store). */
+static void iso_utc(int64_t ns, char out[32])
+{
+	struct tm tm;
+	time_t sec = (time_t)(ns / 1000000000);
+
+	out[0] = '\0';
+	if (ns && gmtime_r(&sec, &tm))
+		strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void ls_print(const struct hc_ls_report *r, bool json)
+{
+	char oldest[32], newest[32];
+
+	iso_utc(r->oldest_ns, oldest);
+	iso_utc(r->newest_ns, newest);
+	if (json) {
+		printf("{\"pages\": %llu, \"objects\": %llu, \"bytes\": %llu, ",
+		       (unsigned long long)r->pages, (unsigned long long)r->objects,
+		       (unsigned long long)r->bytes);
+		printf(oldest[0] ? "\"oldest\": \"%s\", " : "\"oldest\": null, ", oldest);
+		printf(newest[0] ? "\"newest\": \"%s\", " : "\"newest\": null, ", newest);
+		printf("\"oldest_ns\": %lld, \"newest_ns\": %lld}\n", (long long)r->oldest_ns,
+		       (long long)r->newest_ns);
+		return;
+	}
+	printf("pages    %llu\n", (unsigned long long)r->pages);
+	printf("objects  %llu\n", (unsigned long long)r->objects);
+	printf("bytes    %llu\n", (unsigned long long)r->bytes);
+	printf("oldest   %s\n", oldest[0] ? oldest : "-");
+	printf("newest   %s\n", newest[0] ? newest : "-");
+}
+
+int cmd_ls(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	bool json = false;
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = true; break;
+		case 'h': ls_usage(stdout); return 0;
+		default:
+			fprintf(stderr, "hicache ls: unknown option '%s' (see --help)\n",
+				argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind == argc) {
+		fprintf(stderr, "hicache ls: no directory given (see --help)\n");
+		return 2;
+	}
+	struct hc_ls_report r;
+	int rc = hc_file_ls((const char *const *)&argv[optind], (size_t)(argc - optind), &r);
+	if (rc) {
+		cli_report("ls", rc);
+		return 1;
+	}
+	ls_print(&r, json);
+	if (fflush(stdout)) {
+		cli_report("ls: writing stdout", -EIO);
+		return 1;
+	}
+	return 0;
+}
