@@ -167,8 +167,9 @@ struct hc_fsck_report {
 	uint64_t bytes;                               /* of ok objects */
 };
 /* Check every object under the base dirs (trailer, length, checksum).
- * With repair, remove corrupt objects and orphaned temp files (temp files
- * younger than 60 s are left alone: a writer may own them). */
+ * With repair, remove corrupt objects and orphaned temp files: those whose
+ * writer process is gone (the pid in the name) or older than 60 s; a live
+ * writer's temp file is left alone. */
 HC_API int hc_file_fsck(const char *const *dirs, size_t ndirs, bool repair,
 			struct hc_fsck_report *out);
 

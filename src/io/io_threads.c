@@ -89,7 +89,8 @@ static void io_ctx_fini(struct io_ctx *c)
 
 static void io_unlink_tmp(int dirfd, const char *name)
 {
-	if (unlinkat(dirfd, name, 0) && errno != ENOENT)
+	/* ENOENT/ENOTDIR: there is no temp file (the open failed on the path). */
+	if (unlinkat(dirfd, name, 0) && errno != ENOENT && errno != ENOTDIR)
 		log_warn("io: clean-up unlink of %s: %s", name, strerrordesc_np(errno));
 }
 

@@ -522,10 +522,11 @@ static void io_ring_cleanup(struct io_ring *r, unsigned n)
 			continue; /* a late CQE of a cut chain */
 		struct io_ring_page *pg = &r->pages[i];
 		want--;
-		/* 0 or -EBADF (slot already empty); 0 or -ENOENT (no temp file). */
+		/* 0 or -EBADF (slot already empty); 0, -ENOENT or -ENOTDIR (no
+		 * temp file: the open itself failed on the path). */
 		if (step == IO_STEP_CLEAN_CLOSE && res && res != -EBADF)
 			log_warn("io: clean-up close of slot %u: %s", i, strerrordesc_np(-res));
-		if (step == IO_STEP_CLEAN_UNLINK && res && res != -ENOENT)
+		if (step == IO_STEP_CLEAN_UNLINK && res && res != -ENOENT && res != -ENOTDIR)
 			log_warn("io: clean-up unlink of %s: %s", pg->tmp, strerrordesc_np(-res));
 		if (step == IO_STEP_CLEAN_UNLINK || !pg->tmp)
 			pg->state = IO_PG_IDLE;

@@ -47,6 +47,8 @@ struct store_backend_ops {
 	/* result 0 when the object exists with size len, else -ENOENT; with
 	 * stop_at_miss later objects are not looked at. Returns leading hits. */
 	int64_t (*exists)(void *be, struct store_obj *objs, size_t n, bool stop_at_miss);
+	/* Delete objects (results: 0 or -ENOENT, -errno). NULL = cannot. */
+	int (*remove)(void *be, struct store_obj *objs, size_t n);
 };
 
 extern const struct store_backend_ops store_file_ops;

@@ -126,6 +126,10 @@ static int open_dir(struct file_be *fb, size_t i, const char *path)
 		if (mkdirat(fb->dirfds[i], name, 0700) && errno != EEXIST)
 			return util_fail(-errno, "file store: cannot create bucket '%s/%s': %s",
 					 real, name, hc_strerror(-errno));
+		struct stat st;
+		if (fstatat(fb->dirfds[i], name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode))
+			return util_fail(-ENOTDIR, "file store: bucket '%s/%s' is not a directory",
+					 real, name);
 	}
 	return 0;
 }
@@ -443,6 +447,18 @@ static int64_t file_exists(void *p, struct store_obj *objs, size_t n, bool stop_
 	return rc < 0 ? rc : lead;
 }
 
+static int file_remove(void *p, struct store_obj *objs, size_t n)
+{
+	struct file_be *fb = p;
+	char path[FILE_PATH_MAX];
+	for (size_t i = 0; i < n; i++) {
+		objs[i].result = path_of(&objs[i], path);
+		if (!objs[i].result && unlinkat(dirfd_of(fb, &objs[i]), path, 0))
+			objs[i].result = -errno;
+	}
+	return 0;
+}
+
 /* ---- the cleaner ---- */
 
 static bool over_watermark(const struct file_be *fb, double pct, size_t *which)
@@ -475,7 +491,6 @@ static void clean_once(struct file_be *fb)
 		uint64_t target = (uint64_t)((double)fb->capacity_bytes * fb->low_pct / fb->high_pct);
 		uint64_t pages = 0, bytes = 0;
 		file_scan_evict(&scan, target, NULL, NULL, &pages, &bytes);
-		atomic_fetch_sub(&fb->used_bytes, bytes);
 		log_info("file store cleaner: capacity %.3f GB: deleted %llu pages (%llu bytes)",
 			 (double)fb->capacity_bytes / 1e9, (unsigned long long)pages,
 			 (unsigned long long)bytes);
@@ -483,10 +498,11 @@ static void clean_once(struct file_be *fb)
 	if (over_watermark(fb, fb->high_pct, NULL)) {
 		uint64_t pages = 0, bytes = 0;
 		file_scan_evict(&scan, 0, over_watermark_cb, fb, &pages, &bytes);
-		atomic_fetch_sub(&fb->used_bytes, bytes);
 		log_info("file store cleaner: file system above %g%%: deleted %llu pages", fb->high_pct,
 			 (unsigned long long)pages);
 	}
+	/* Writes since the scan began are not in it; the next pass sees them. */
+	atomic_store(&fb->used_bytes, scan.object_bytes);
 	file_scan_free(&scan);
 }
 
@@ -533,4 +549,5 @@ const struct store_backend_ops store_file_ops = {
 	.put = file_put,
 	.get = file_get,
 	.exists = file_exists,
+	.remove = file_remove,
 };

@@ -128,8 +128,10 @@ static int scan_bucket(struct file_scan *s, int dirfd, uint32_t disk, uint32_t b
 				break;
 			}
 			int64_t m = mtime_of(&st);
-			s->objs[s->nobjs++] = (struct scan_obj){dup, disk, bucket, (uint64_t)st.st_size,
-								m};
+			s->objs[s->nobjs++] = (struct scan_obj){.name = dup, .disk = disk,
+								.bucket = bucket,
+								.bytes = (uint64_t)st.st_size,
+								.mtime_ns = m};
 			s->object_bytes += (uint64_t)st.st_size;
 			if (!s->oldest_ns || m < s->oldest_ns)
 				s->oldest_ns = m;
@@ -237,6 +239,7 @@ int file_scan_evict(struct file_scan *s, uint64_t target, bool (*keep_going)(voi
 			break;
 		for (size_t j = g[i].first; j < g[i].first + g[i].count; j++) {
 			const struct scan_obj *o = &s->objs[j];
+			s->objs[j].deleted = true;
 			if (file_scan_path(s, o->disk, o->bucket, o->name, path, sizeof(path)))
 				continue;
 			/* Gone already (another cleaner, a gc) is as good as deleted. */
@@ -247,6 +250,17 @@ int file_scan_evict(struct file_scan *s, uint64_t target, bool (*keep_going)(voi
 		pages++;
 	}
 	free(g);
+	/* Drop what was deleted, so a second eviction over the same scan (the
+	 * cleaner does capacity, then watermarks) sees only what is left. */
+	size_t kept = 0;
+	for (size_t i = 0; i < s->nobjs; i++) {
+		if (s->objs[i].deleted) {
+			free(s->objs[i].name);
+			continue;
+		}
+		s->objs[kept++] = s->objs[i];
+	}
+	s->nobjs = kept;
 	s->object_bytes = total;
 	if (pages_out)
 		*pages_out = pages;

@@ -13,6 +13,7 @@ struct scan_obj {
 	uint32_t bucket;
 	uint64_t bytes;
 	int64_t mtime_ns;
+	bool deleted; /* by file_scan_evict */
 };
 
 struct scan_temp {

@@ -242,6 +242,21 @@ static int64_t mem_exists(void *p, struct store_obj *objs, size_t n, bool stop_a
 	return lead;
 }
 
+static int mem_remove(void *p, struct store_obj *objs, size_t n)
+{
+	struct mem_be *m = p;
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct mem_obj *o =
+			*slot_of(m, objs[i].name, XXH3_64bits(objs[i].name, strlen(objs[i].name)));
+		objs[i].result = o ? 0 : -ENOENT;
+		if (o)
+			remove_obj(m, o);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
 const struct store_backend_ops store_mem_ops = {
 	.name = "mem",
 	.open = mem_open,
@@ -250,4 +265,5 @@ const struct store_backend_ops store_mem_ops = {
 	.put = mem_put,
 	.get = mem_get,
 	.exists = mem_exists,
+	.remove = mem_remove,
 };

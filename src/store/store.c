@@ -126,11 +126,27 @@ static unsigned lat_bucket(uint64_t us)
 	return b < HC_STORE_LAT_BUCKETS ? b : HC_STORE_LAT_BUCKETS - 1;
 }
 
-static void stat_batch(struct hc_store *st, size_t count_field, size_t hist_field, uint64_t t0)
+static void stat_batch_acc(struct stats_acc *acc, size_t count_field, size_t hist_field,
+			   unsigned bucket)
 {
-	atomic_fetch_add_explicit(&st->stats.v[count_field], 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&st->stats.v[hist_field + lat_bucket(now_us() - t0)], 1,
-				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&acc->v[count_field], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&acc->v[hist_field + bucket], 1, memory_order_relaxed);
+}
+
+/* One batch for the store and for each pool it touched (a pool's latency
+ * is that of the calls that moved its pages). */
+static void stat_batch(struct hc_store *st, struct store_ctx *const *ctxs, size_t nctx,
+		       size_t count_field, size_t hist_field, uint64_t t0)
+{
+	unsigned bucket = lat_bucket(now_us() - t0);
+	stat_batch_acc(&st->stats, count_field, hist_field, bucket);
+	for (size_t i = 0; i < nctx; i++) {
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = ctxs[j] == ctxs[i];
+		if (ctxs[i] && !seen)
+			stat_batch_acc(&ctxs[i]->stats, count_field, hist_field, bucket);
+	}
 }
 
 int hc_store_stats(const struct hc_store *st, const char *pool, struct hc_store_stats *out)
@@ -424,6 +440,22 @@ int hc_store_register_pool(struct hc_store *st, const char *name, struct hc_pool
 			rc = util_fail(-EINVAL, "store: pool '%s' pages are too large", name);
 			goto fail;
 		}
+	}
+	/* Two pools must never write the same file: a side pool named "k" or
+	 * "swa_k" would otherwise shadow the anchor's or swa's objects. */
+	for (size_t p = 0; p < st->nctx; p++) {
+		const struct store_ctx *other = st->ctx[p];
+		if (strcmp(other->suffix, c->suffix))
+			continue;
+		for (unsigned i = 0; i < c->nobj; i++)
+			for (unsigned j = 0; j < other->nobj; j++)
+				if (!strcmp(c->obj[i].component, other->obj[j].component)) {
+					rc = util_fail(-EEXIST, "store: pool '%s' would name its "
+						       "objects '<key>%s%s' like pool '%s'; "
+						       "choose another name", name, c->suffix,
+						       c->obj[i].component, other->name);
+					goto fail;
+				}
 	}
 	c->slot_bytes = c->zero_copy ? 0 : c->obj[0].len;
 	c->tmpl.pool_kind = (uint16_t)kind;
@@ -735,13 +767,19 @@ static int set_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 	return 0;
 }
 
-/* Check a fetched object; returns 0 or -EBADMSG. */
+/* Check a fetched object; returns 0 or -EBADMSG. *damaged is set when the
+ * object is broken (torn or flipped: no valid trailer, or a checksum that
+ * does not match) rather than a whole object of another geometry, which
+ * another writer may legitimately use. */
 static int verify_object(const struct hc_store *st, const struct store_ctx *c, unsigned o,
-			 const uint8_t *block, const void *payload)
+			 const uint8_t *block, const void *payload, bool *damaged)
 {
 	struct store_trailer got, want;
-	if (format_trailer_read(block, &got))
+	*damaged = false;
+	if (format_trailer_read(block, &got)) {
+		*damaged = true;
 		return -EBADMSG;
+	}
 	trailer_for(c, o, got.checksum, &want);
 	want.magic = got.magic;
 	want.version = got.version;
@@ -750,8 +788,10 @@ static int verify_object(const struct hc_store *st, const struct store_ctx *c, u
 	if (memcmp(&got, &want, sizeof(got)))
 		return -EBADMSG;
 	if (st->verify && c->obj[o].payload &&
-	    XXH3_64bits(payload, c->obj[o].payload) != got.checksum)
+	    XXH3_64bits(payload, c->obj[o].payload) != got.checksum) {
+		*damaged = true;
 		return -EBADMSG;
+	}
 	return 0;
 }
 
@@ -787,6 +827,10 @@ static int get_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 	}
 	st->ops->get(st->be, w->objs, nobj);
 
+	/* Broken objects are removed, so the next set of the page heals it
+	 * (objects are never overwritten in place). */
+	struct store_obj heal[CHUNK_OBJS];
+	size_t nheal = 0;
 	k = 0;
 	slot_off = 0;
 	for (size_t i = from; i < to; i++) {
@@ -813,7 +857,10 @@ static int get_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 					block = slot + w->objs[k].len - FORMAT_BLOCK;
 					payload = slot;
 				}
-				r = verify_object(st, c, o, block, payload);
+				bool damaged;
+				r = verify_object(st, c, o, block, payload, &damaged);
+				if (damaged && st->ops->remove)
+					heal[nheal++] = w->objs[k];
 			}
 			if (r == -EBADMSG) {
 				stat_add(c, st, STAT(corrupt), 1);
@@ -836,6 +883,8 @@ static int get_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 			stat_add(c, st, STAT(failures), 1);
 		}
 	}
+	if (nheal)
+		st->ops->remove(st->be, heal, nheal);
 	return 0;
 }
 
@@ -872,10 +921,14 @@ static int run(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, enum 
 		i = end;
 	}
 	work_put(st, w);
+	struct store_ctx *touched[STORE_MAX_POOLS];
+	size_t ntouched = 0;
+	for (size_t i = 0; i < nt && ntouched < STORE_MAX_POOLS; i++)
+		touched[ntouched++] = find_ctx(st, t[i].pool);
 	if (op == OP_SET)
-		stat_batch(st, STAT(set_batches), STAT(set_latency_us), t0);
+		stat_batch(st, touched, ntouched, STAT(set_batches), STAT(set_latency_us), t0);
 	else
-		stat_batch(st, STAT(get_batches), STAT(get_latency_us), t0);
+		stat_batch(st, touched, ntouched, STAT(get_batches), STAT(get_latency_us), t0);
 	if (rc) {
 		for (size_t j = 0; j < n; j++)
 			if (e[j].result && *e[j].result == -ENOENT)
@@ -1061,7 +1114,7 @@ int64_t hc_store_exists(struct hc_store *st, const struct hc_key *keys, size_t n
 		return util_fail(-EINVAL, "hc_store_exists: no anchor pool is registered");
 	uint64_t t0 = now_us();
 	int64_t r = exists_pages(st, st->anchor, keys, n, true, NULL);
-	stat_batch(st, STAT(exists_batches), STAT(exists_latency_us), t0);
+	stat_batch(st, &st->anchor, 1, STAT(exists_batches), STAT(exists_latency_us), t0);
 	return r;
 }
 
@@ -1120,6 +1173,10 @@ int64_t hc_store_exists_v2(struct hc_store *st, const struct hc_key *keys, size_
 			result = hits;
 	}
 	free(hit);
-	stat_batch(st, STAT(exists_batches), STAT(exists_latency_us), t0);
+	struct store_ctx *touched[STORE_MAX_POOLS + 1] = {st->anchor};
+	size_t ntouched = 1;
+	for (size_t i = 0; i < nt && ntouched <= STORE_MAX_POOLS; i++)
+		touched[ntouched++] = find_ctx(st, t[i].pool);
+	stat_batch(st, touched, ntouched, STAT(exists_batches), STAT(exists_latency_us), t0);
 	return result;
 }
