@@ -243,20 +243,22 @@ if [ ! -e "$F/$victim" ] || [ ! -e "$orphan" ]; then
 	fail "fsck without --repair removed something"
 fi
 
-# Before the repair, a get sees exactly one corrupt page.
-bench fsck.get-corrupt 1 hits=199 corrupt=1 failed_pages=1 verified_pages=199 -- \
-	--op get --verify "${fargs[@]}"
 # Without the store's checksum the page is a hit, and the bench's own check
-# finds the wrong byte.
+# finds the wrong byte (nothing is detected, so nothing is removed).
 HICACHE_VERIFY_CHECKSUM=off bench fsck.get-nochecksum 1 hits=200 mismatched_pages=1 \
 	failed_pages=1 verified_pages=199 -- --op get --verify "${fargs[@]}"
+[ -e "$F/$victim" ] || fail "a get without checksums removed the object"
+# With it, a get sees exactly one corrupt page, and removes the broken
+# object so that the next set heals the page.
+bench fsck.get-corrupt 1 hits=199 corrupt=1 failed_pages=1 verified_pages=199 -- \
+	--op get --verify "${fargs[@]}"
+[ ! -e "$F/$victim" ] || fail "the corrupt object found by get is still there"
 
 "$BIN" fsck --repair --json "$F" >"$TMP/fsck2.json" 2>"$TMP/fsck2.err"
 rc=$?
-[ $rc = 1 ] || fail "fsck --repair: exit $rc, expected 1 (corruption was found)"
-jtrue "$TMP/fsck2.json" "d['corrupt'] == 1 and d['orphaned_temp'] == 1 and d['removed'] == 2 and d['repair']" ||
+[ $rc = 0 ] || fail "fsck --repair: exit $rc, expected 0 (the get removed the corrupt object)"
+jtrue "$TMP/fsck2.json" "d['corrupt'] == 0 and d['orphaned_temp'] == 1 and d['removed'] == 1 and d['repair']" ||
 	fail "fsck --repair: $(cat "$TMP/fsck2.json")"
-[ ! -e "$F/$victim" ] || fail "fsck --repair: corrupt object still there"
 [ ! -e "$orphan" ] || fail "fsck --repair: orphaned temp file still there"
 [ -e "$F/$bucket/notes.txt" ] || fail "fsck --repair removed a foreign file"
 
@@ -269,6 +271,26 @@ jtrue "$TMP/fsck3.json" "d['corrupt'] == 0 and d['orphaned_temp'] == 0 and d['ok
 # The repaired page is a miss now; every other page is intact.
 bench fsck.get-repaired 1 hits=199 misses=1 corrupt=0 failed_pages=1 verified_pages=199 -- \
 	--op get --verify "${fargs[@]}"
+# A set heals it.
+bench fsck.set-again 0 failed_pages=0 -- --op set "${fargs[@]}"
+bench fsck.get-healed 0 hits=200 failed_pages=0 verified_pages=200 -- \
+	--op get --verify "${fargs[@]}"
+
+# Corruption that fsck finds first: --repair removes it and still exits 1.
+victim2=$(cd "$F" && find . -type f -name '[0-9a-f]*' | sort | tail -n 1)
+"$PY" -c '
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(-20, 2)
+    b = f.read(1)
+    f.seek(-20, 2)
+    f.write(bytes([b[0] ^ 0x80]))' "$F/$victim2"
+"$BIN" fsck --repair --json "$F" >"$TMP/fsck4.json" 2>"$TMP/fsck4.err"
+rc=$?
+[ $rc = 1 ] || fail "fsck --repair of a corrupt object: exit $rc, expected 1"
+jtrue "$TMP/fsck4.json" "d['corrupt'] == 1 and d['removed'] == 1" ||
+	fail "fsck --repair of a corrupt object: $(cat "$TMP/fsck4.json")"
+[ ! -e "$F/$victim2" ] || fail "fsck --repair: corrupt object still there"
 
 # ---- gc: the older half goes ----
 G=$TMP/gc
