@@ -921,7 +921,7 @@ static int run(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, enum 
 		i = end;
 	}
 	work_put(st, w);
-	struct store_ctx *touched[STORE_MAX_POOLS];
+	struct store_ctx *touched[STORE_MAX_POOLS] = {NULL};
 	size_t ntouched = 0;
 	for (size_t i = 0; i < nt && ntouched < STORE_MAX_POOLS; i++)
 		touched[ntouched++] = find_ctx(st, t[i].pool);
