@@ -52,6 +52,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <liburing.h>
 #include <pthread.h>
@@ -796,7 +797,22 @@ static void io_ring_read_chunk(struct io_ring *r, struct io_read_req *reqs, unsi
 
 /* ---- batches: chunks of depth pages, all on one ring ---- */
 
-int io_ring_pool_write(struct io_ring_pool *p, struct io_write_req *reqs, size_t n)
+/* Write and read batches differ only in their request type and chunk
+ * function: requests are reached by size, their result by offset. */
+typedef void (*io_chunk_fn)(struct io_ring *r, void *reqs, unsigned n);
+
+static void io_write_chunk_any(struct io_ring *r, void *reqs, unsigned n)
+{
+	io_ring_write_chunk(r, reqs, n);
+}
+
+static void io_read_chunk_any(struct io_ring *r, void *reqs, unsigned n)
+{
+	io_ring_read_chunk(r, reqs, n);
+}
+
+static int io_ring_pool_run(struct io_ring_pool *p, void *reqs, size_t n, size_t req_size,
+			    size_t result_off, io_chunk_fn chunk_fn)
 {
 	struct io_ring *r;
 	int rc = io_ring_get(p, &r);
@@ -808,38 +824,28 @@ int io_ring_pool_write(struct io_ring_pool *p, struct io_write_req *reqs, size_t
 			io_ring_put(p, r);
 			rc = io_ring_get(p, &r);
 			if (rc) {
-				for (size_t i = off; i < n; i++)
-					if (reqs[i].result == IO_PENDING)
-						reqs[i].result = rc;
+				for (size_t i = off; i < n; i++) {
+					int *res = (int *)((char *)reqs + i * req_size + result_off);
+					if (*res == IO_PENDING)
+						*res = rc;
+				}
 				return 0;
 			}
 		}
-		io_ring_write_chunk(r, reqs + off, chunk);
+		chunk_fn(r, (char *)reqs + off * req_size, chunk);
 	}
 	io_ring_put(p, r);
 	return 0;
 }
 
+int io_ring_pool_write(struct io_ring_pool *p, struct io_write_req *reqs, size_t n)
+{
+	return io_ring_pool_run(p, reqs, n, sizeof(*reqs), offsetof(struct io_write_req, result),
+				io_write_chunk_any);
+}
+
 int io_ring_pool_read(struct io_ring_pool *p, struct io_read_req *reqs, size_t n)
 {
-	struct io_ring *r;
-	int rc = io_ring_get(p, &r);
-	if (rc)
-		return rc;
-	for (size_t off = 0; off < n; off += p->depth) {
-		unsigned chunk = (unsigned)(n - off < p->depth ? n - off : p->depth);
-		if (r->broken) {
-			io_ring_put(p, r);
-			rc = io_ring_get(p, &r);
-			if (rc) {
-				for (size_t i = off; i < n; i++)
-					if (reqs[i].result == IO_PENDING)
-						reqs[i].result = rc;
-				return 0;
-			}
-		}
-		io_ring_read_chunk(r, reqs + off, chunk);
-	}
-	io_ring_put(p, r);
-	return 0;
+	return io_ring_pool_run(p, reqs, n, sizeof(*reqs), offsetof(struct io_read_req, result),
+				io_read_chunk_any);
 }

@@ -319,6 +319,14 @@ static int dirfd_of(const struct file_be *fb, const struct store_obj *o)
 	return fb->dirfds[hc_key_disk(o->route, (unsigned)fb->ndirs)];
 }
 
+/* The whole batch failed before any I/O (no memory for its requests). */
+static int fail_all(struct store_obj *objs, size_t n, int rc)
+{
+	for (size_t i = 0; i < n; i++)
+		objs[i].result = rc;
+	return rc;
+}
+
 static void kick_cleaner(struct file_be *fb)
 {
 	if (!fb->cleaner_started || !fb->capacity_bytes ||
@@ -340,9 +348,7 @@ static int file_put(void *p, struct store_obj *objs, size_t n)
 		free(reqs);
 		free(paths);
 		free(tmps);
-		for (size_t i = 0; i < n; i++)
-			objs[i].result = -ENOMEM;
-		return -ENOMEM;
+		return fail_all(objs, n, -ENOMEM);
 	}
 	bool direct = atomic_load(&fb->direct);
 	for (size_t i = 0; i < n; i++) {
@@ -388,9 +394,7 @@ static int file_get(void *p, struct store_obj *objs, size_t n)
 	if (!reqs || !paths) {
 		free(reqs);
 		free(paths);
-		for (size_t i = 0; i < n; i++)
-			objs[i].result = -ENOMEM;
-		return -ENOMEM;
+		return fail_all(objs, n, -ENOMEM);
 	}
 	bool direct = atomic_load(&fb->direct);
 	for (size_t i = 0; i < n; i++) {
@@ -420,9 +424,7 @@ static int64_t file_exists(void *p, struct store_obj *objs, size_t n, bool stop_
 	if (!reqs || !paths) {
 		free(reqs);
 		free(paths);
-		for (size_t i = 0; i < n; i++)
-			objs[i].result = -ENOMEM;
-		return -ENOMEM;
+		return fail_all(objs, n, -ENOMEM);
 	}
 	for (size_t i = 0; i < n; i++) {
 		path_of(&objs[i], paths[i]);

@@ -684,6 +684,19 @@ static unsigned zero_copy_iov(struct iovec *iov, const struct hc_segment *seg, u
 	return n;
 }
 
+/* Where an entry's page is for this chunk: its zero-copy segments (when the
+ * pool is zero-copy) and its bounce slot, right after the previous entry's. */
+static uint8_t *entry_page(const struct entry *e, struct work *w, size_t *slot_off,
+			   struct hc_segment *segs)
+{
+	const struct store_ctx *c = e->ctx;
+	if (c->zero_copy)
+		hc_pool_page_segments(c->pool, e->page, segs, STORE_MAX_OBJS);
+	uint8_t *slot = w->bounce + *slot_off;
+	*slot_off += c->slot_bytes;
+	return slot;
+}
+
 static int set_chunk(struct hc_store *st, struct work *w, struct entry *e, size_t from,
 		     size_t to, size_t bounce_bytes)
 {
@@ -699,10 +712,7 @@ static int set_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 	for (size_t i = from; i < to; i++) {
 		struct store_ctx *c = e[i].ctx;
 		struct hc_segment segs[STORE_MAX_OBJS];
-		if (c->zero_copy)
-			hc_pool_page_segments(c->pool, e[i].page, segs, STORE_MAX_OBJS);
-		uint8_t *slot = w->bounce + slot_off;
-		slot_off += c->slot_bytes;
+		uint8_t *slot = entry_page(&e[i], w, &slot_off, segs);
 		for (unsigned o = 0; o < c->nobj; o++, k++) {
 			struct store_obj *obj = &w->objs[k];
 			existed[k] = obj->result == 0;
@@ -806,10 +816,7 @@ static int get_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 	for (size_t i = from; i < to; i++) {
 		struct store_ctx *c = e[i].ctx;
 		struct hc_segment segs[STORE_MAX_OBJS];
-		if (c->zero_copy)
-			hc_pool_page_segments(c->pool, e[i].page, segs, STORE_MAX_OBJS);
-		uint8_t *slot = w->bounce + slot_off;
-		slot_off += c->slot_bytes;
+		uint8_t *slot = entry_page(&e[i], w, &slot_off, segs);
 		for (unsigned o = 0; o < c->nobj; o++, k++) {
 			struct store_obj *obj = &w->objs[k];
 			uint8_t *block = w->trailers + k * FORMAT_BLOCK;
@@ -836,10 +843,7 @@ static int get_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 	for (size_t i = from; i < to; i++) {
 		struct store_ctx *c = e[i].ctx;
 		struct hc_segment segs[STORE_MAX_OBJS];
-		if (c->zero_copy)
-			hc_pool_page_segments(c->pool, e[i].page, segs, STORE_MAX_OBJS);
-		uint8_t *slot = w->bounce + slot_off;
-		slot_off += c->slot_bytes;
+		uint8_t *slot = entry_page(&e[i], w, &slot_off, segs);
 		int page_rc = 0;
 		for (unsigned o = 0; o < c->nobj; o++, k++) {
 			int r = w->objs[k].result;
