@@ -63,11 +63,21 @@ static double one_run(size_t len, unsigned threads, enum hc_huge_mode mode, cons
 	return t;
 }
 
+/* A whole-string number, or -1 (which every caller rejects). */
+static double arg_number(int argc, char **argv, int i, double fallback)
+{
+	if (argc <= i)
+		return fallback;
+	char *end;
+	double v = strtod(argv[i], &end);
+	return end != argv[i] && *end == '\0' ? v : -1;
+}
+
 int main(int argc, char **argv)
 {
-	double gib = argc > 1 ? strtod(argv[1], NULL) : 4;
-	int runs = argc > 2 ? atoi(argv[2]) : 5;
-	int many = argc > 3 ? atoi(argv[3]) : 2;
+	double gib = arg_number(argc, argv, 1, 4);
+	int runs = (int)arg_number(argc, argv, 2, 5);
+	int many = (int)arg_number(argc, argv, 3, 2);
 	enum hc_huge_mode mode = HC_HUGE_OFF;
 	if (argc > 4 && hc_mem_parse_huge_mode(argv[4], &mode)) {
 		fprintf(stderr, "bench_prefault: %s\n", hc_last_error());
