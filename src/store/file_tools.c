@@ -57,7 +57,7 @@ static bool object_ok(const char *path, const struct scan_obj *o, size_t ndirs)
 		goto out;
 	if (format_object_len(t.payload_len) != o->bytes)
 		goto out;
-	ok = !t.checksum || XXH3_64bits(buf, t.payload_len) == t.checksum;
+	ok = !t.checksum || util_checksum(buf, t.payload_len) == t.checksum;
 out:
 	free(buf);
 	close(fd);

@@ -39,6 +39,8 @@
 #define STORE_MAX_OBJS 9        /* objects per page: at most 1 + HC_MAMBA_MAX_CONV */
 #define CHUNK_OBJS 128          /* objects per backend call */
 #define CHUNK_BOUNCE_BYTES (64u << 20)
+#define CHUNK_MIN_OBJS 32                 /* the default io_depth's worth ... */
+#define CHUNK_BOUNCE_MAX ((size_t)512 << 20) /* ... unless pages are huge */
 #define COMPONENT_MAX 64
 
 #define NSTATS (sizeof(struct hc_store_stats) / sizeof(uint64_t))
@@ -630,7 +632,12 @@ static size_t chunk_end(const struct entry *e, size_t from, size_t n, size_t *bo
 	size_t objs = 0, bytes = 0, i = from;
 	for (; i < n; i++) {
 		size_t o = e[i].ctx->nobj, b = e[i].ctx->slot_bytes;
-		if (i > from && (objs + o > CHUNK_OBJS || bytes + b > CHUNK_BOUNCE_BYTES))
+		/* Never cut a chunk below CHUNK_MIN_OBJS objects for want of bounce
+		 * room: that would split one io_depth batch into two submissions
+		 * (2 MiB pages: 31 + 1) with a full wait between them. */
+		bool room = bytes + b <= CHUNK_BOUNCE_BYTES ||
+			    (objs < CHUNK_MIN_OBJS && bytes + b <= CHUNK_BOUNCE_MAX);
+		if (i > from && (objs + o > CHUNK_OBJS || !room))
 			break;
 		objs += o;
 		bytes += b;
@@ -725,14 +732,14 @@ static int set_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 				w->iov[k][0] = (struct iovec){block, FORMAT_BLOCK};
 				obj->iovcnt = 1;
 			} else if (c->zero_copy) {
-				trailer_for(c, o, XXH3_64bits(segs[o].addr, segs[o].len), &t);
+				trailer_for(c, o, util_checksum(segs[o].addr, segs[o].len), &t);
 				obj->iovcnt = zero_copy_iov(w->iov[k], &segs[o], obj->len,
 							    zero_block, block);
 			} else {
 				hc_pool_gather(c->pool, e[i].page, slot, c->page_bytes);
 				memset(slot + c->page_bytes, 0,
 				       obj->len - FORMAT_BLOCK - c->page_bytes);
-				trailer_for(c, o, XXH3_64bits(slot, c->page_bytes), &t);
+				trailer_for(c, o, util_checksum(slot, c->page_bytes), &t);
 				block = slot + obj->len - FORMAT_BLOCK;
 				w->iov[k][0] = (struct iovec){slot, obj->len};
 				obj->iovcnt = 1;
@@ -798,7 +805,7 @@ static int verify_object(const struct hc_store *st, const struct store_ctx *c, u
 	if (memcmp(&got, &want, sizeof(got)))
 		return -EBADMSG;
 	if (st->verify && c->obj[o].payload &&
-	    XXH3_64bits(payload, c->obj[o].payload) != got.checksum) {
+	    util_checksum(payload, c->obj[o].payload) != got.checksum) {
 		*damaged = true;
 		return -EBADMSG;
 	}

@@ -23,6 +23,9 @@ int util_fail(int rc, const char *fmt, ...) UTIL_PRINTF(2, 3);
 #define log_info(...) util_log(HC_LOG_INFO, __VA_ARGS__)
 #define log_debug(...) util_log(HC_LOG_DEBUG, __VA_ARGS__)
 
+/* XXH3-64 of a payload, on the fastest code path this CPU has. */
+uint64_t util_checksum(const void *data, size_t len);
+
 /* a * b into *out; false on overflow. */
 static inline bool util_mul(uint64_t a, uint64_t b, uint64_t *out)
 {
