@@ -72,6 +72,24 @@ def problem(d, want):
             return 'get: verified + mismatched != hits'
     if op == 'exists' and (d['hits'] + d['misses'] != d['pages'] or d['bytes'] != 0):
         return 'exists: hits + misses != pages, or bytes != 0'
+    if op == 'mixed':
+        s, g = d.get('set'), d.get('get')
+        if not s or not g:
+            return 'mixed: no set or get part'
+        for k in ('pages', 'bytes', 'batches', 'failed_pages'):
+            if s[k] + g[k] != d[k]:
+                return 'mixed: set + get %s != the total' % k
+        if g['bytes'] != d['hits'] * d['page_bytes']:
+            return 'mixed: get bytes != hits x page_bytes'
+        if s['bytes'] != (s['pages'] - s['failed_pages']) * d['page_bytes']:
+            return 'mixed: set bytes %r' % s['bytes']
+        for name, p in (('set', s), ('get', g)):
+            if p['seconds'] <= 0 or p['seconds'] > d['seconds'] * (1 + 1e-6):
+                return 'mixed: %s seconds %r (total %r)' % (name, p['seconds'], d['seconds'])
+            if not close(p['gbps'], p['bytes'] / p['seconds'] / 1e9):
+                return 'mixed: %s gbps != bytes / seconds' % name
+        if d['threads'] == 1 and not close(d['seconds'], s['seconds'] + g['seconds']):
+            return 'mixed: one thread, but set + get seconds != seconds'
     return None
 
 tmp, bad = sys.argv[1], 0
@@ -180,6 +198,37 @@ for layout in layer_first page_first_direct; do
 done
 bench mem.get 0 backend=mem verified_pages=50 failed_pages=0 -- \
 	--backend mem --op get --verify --pages 50 --page-bytes 4097 --batch 8 --threads 2
+
+# ---- --op mixed, --total-bytes ----
+X=$TMP/mixed
+mkdir "$X"
+xargs=(--dir "$X" --page-bytes 8192 --batch 16)
+# 150 pages in batches of 16: batches 0, 2, 4, 6, 8 (80 pages) get pages stored
+# first, untimed; batches 1, 3, 5, 7, 9 (70 pages) set new ones.
+bench mixed 0 op=mixed pages=150 hits=80 misses=0 verified_pages=80 failed_pages=0 \
+	existing_pages=0 -- --op mixed --verify --pages 150 "${xargs[@]}"
+# Both halves are stored now, byte for byte.
+bench mixed.after 0 op=get hits=150 verified_pages=150 -- \
+	--op get --verify --pages 150 "${xargs[@]}"
+# Two threads start on opposite directions (thread 1 with a set): 26 + 24 gets.
+# MLA: one object per page, and the pool warm-up is reported.
+X2=$TMP/mixed2
+mkdir "$X2"
+bench mixed.threads 0 op=mixed threads=2 hits=50 verified_pages=50 failed_pages=0 \
+	objects_per_page=1 pool_warmup=true -- --op mixed --verify --threads 2 --mla \
+	--pool-warmup on --pages 100 --page-bytes 4096 --batch 8 --dir "$X2"
+"$BIN" ls --json "$X2" >"$TMP/lsx2.json" || fail "ls mixed2: exit $?"
+jtrue "$TMP/lsx2.json" "d['pages'] == 100 and d['objects'] == 100" ||
+	fail "ls mixed2: $(cat "$TMP/lsx2.json")"
+"$BIN" bench store --op mixed --pages 40 --page-bytes 4096 --batch 8 --backend mem \
+	>"$TMP/human-mixed.txt" 2>&1 || fail "human mixed: exit $? ($(cat "$TMP/human-mixed.txt"))"
+grep -q '^  set        16 pages' "$TMP/human-mixed.txt" && grep -q '^  get        24 pages' \
+	"$TMP/human-mixed.txt" || fail "human mixed: $(cat "$TMP/human-mixed.txt")"
+# pages = total bytes / page bytes, rounded down; K/M/G are powers of 1024.
+bench total 0 op=set pages=16 page_bytes=65536 -- --backend mem --op set --total-bytes 1M \
+	--page-bytes 64K
+bench total.floor 0 op=set pages=1 -- --backend mem --op set --total-bytes 100K --page-bytes 65536
+bench total.mib 0 op=set pages=3 -- --backend mem --op set --total-bytes 3MiB --page-bytes 1m
 
 # The human summary names what the --json output does.
 "$BIN" bench store --op get --verify "${common[@]}" --pages 10 >"$TMP/human.txt" 2>&1 ||
@@ -348,6 +397,12 @@ usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --verify --dir "$T
 usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --bogus --dir "$TMP/empty"
 usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --dir
 usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --dir "$TMP/empty" extra
+usage_err 2 bench store --op set --pages 10 --total-bytes 1M --page-bytes 4096 --dir "$TMP/empty"
+usage_err 2 bench store --op set --total-bytes 1K --page-bytes 4096 --dir "$TMP/empty"
+usage_err 2 bench store --op set --total-bytes 1X --page-bytes 4096 --dir "$TMP/empty"
+usage_err 2 bench store --op set --total-bytes 1M --page-bytes 4Q --dir "$TMP/empty"
+usage_err 2 bench store --op exists --pages 10 --page-bytes 4096 --verify --dir "$TMP/empty"
+usage_err 2 bench store --op get --pages 10 --page-bytes 4096 --pool-warmup 1 --dir "$TMP/empty"
 # The store creates a missing base dir, but not its parents.
 usage_err 1 bench store --op set --pages 10 --page-bytes 4096 --dir "$TMP/missing/sub"
 usage_err 2 fsck
@@ -362,6 +417,14 @@ usage_err 2 gc "$TMP/empty" --capacity-gb -1
 usage_err 2 gc "$TMP/empty" --capacity-gb 1x
 usage_err 2 gc --capacity-gb 1
 usage_err 2 gc "$TMP/empty" --capacity-gb
+
+# stderr was never a terminal here: no progress line (drawn with \r) anywhere.
+# One run long enough for several redraws on a terminal, to be sure.
+"$BIN" bench store --backend mem --op set --pages 4000 --page-bytes 16384 --batch 16 \
+	>"$TMP/long.out" 2>"$TMP/long.err" || fail "long set: exit $?"
+if grep -l $'\r' "$TMP"/*.err >/dev/null || grep -q 'so far' "$TMP"/*.err; then
+	fail "a progress line on a non-terminal: $(grep -l -e $'\r' -e 'so far' "$TMP"/*.err)"
+fi
 
 "$PY" "$TMP/consistent.py" "$TMP" || fails=$((fails + 1))
 

@@ -13,6 +13,12 @@
  *   thread t of T   pages [t*N/T, (t+1)*N/T) in batches of --batch,
  *                   through pool slots [t*batch, (t+1)*batch)
  *                   one store shared by every thread
+ *   --op mixed      batch j of thread t is a get when (j + t) is even, else
+ *                   a set: half the batches read pages that exist, half
+ *                   write new ones, and with two or more threads reads and
+ *                   writes overlap (thread 1 starts with a set while thread
+ *                   0 starts with a get). The get batches' pages are stored
+ *                   first, untimed, so every get can hit.
  *
  * Contents go through hc_pool_scatter / hc_pool_gather, so they are defined
  * on the flat page whatever the layout, and a page written under one layout
@@ -20,7 +26,13 @@
  *
  * Only the store calls are timed. "seconds" is the busiest thread's time
  * inside store calls (one thread: the sum of its batch latencies), so
- * filling and verifying pages never count against the store.
+ * filling and verifying pages never count against the store. A mixed run
+ * reports each direction the same way (the busiest thread's time inside
+ * its set, or get, calls) besides the total.
+ *
+ * When stderr is a terminal a progress line (pages done, GB/s of wall time
+ * so far) is redrawn in place at most 10 times a second; otherwise nothing
+ * is printed, so logs and pipes stay clean.
  *
  * Caveats:
  *   - objects are immutable: a set of pages that already exist writes
@@ -44,6 +56,7 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,9 +69,13 @@
 /* The key tokens: seed and page index, 64 bits each as two u32. */
 #define BENCH_KEY_TOKENS 4
 
-enum bench_op { OP_SET, OP_GET, OP_EXISTS };
+/* OP_SET, OP_GET and OP_EXISTS are also the direction of one batch. */
+enum bench_op { OP_SET, OP_GET, OP_EXISTS, OP_MIXED, OP_COUNT };
 
-static const char *const op_names[] = {"set", "get", "exists"};
+static const char *const op_names[] = {"set", "get", "exists", "mixed"};
+
+/* Progress redraws: a human cannot read faster, and each one is a write(2). */
+#define BENCH_PROGRESS_NS 100000000ull
 
 struct bench_args {
 	const char *backend;
@@ -66,6 +83,7 @@ struct bench_args {
 	size_t ndirs;
 	uint64_t page_bytes;
 	uint64_t pages;
+	uint64_t total_bytes; /* --total-bytes, 0 if not given */
 	uint64_t batch;
 	enum bench_op op;
 	bool have_op;
@@ -76,6 +94,8 @@ struct bench_args {
 	const char *engine; /* NULL: config / environment */
 	int direct;         /* -1: config / environment, else 0 or 1 */
 	bool zero_copy;
+	bool mla; /* one latent buffer: one object per page in zero-copy mode */
+	bool pool_warmup;
 	uint64_t seed;
 	bool drop_caches;
 };
@@ -97,15 +117,19 @@ struct bench;
 struct worker {
 	struct bench *b;
 	pthread_t tid;
+	unsigned index;      /* t of T: a mixed run's first batch depends on it */
 	uint64_t first, end; /* page range [first, end) */
 	uint64_t *slots;     /* this thread's pool pages */
 	struct hc_key *keys;
 	int *results;
 	uint8_t *flat;       /* one flat page */
 	uint64_t *lat_ns;    /* one per batch */
+	uint8_t *lat_op;     /* the direction (OP_SET, OP_GET, OP_EXISTS) of each */
 	size_t nlat;
-	uint64_t busy_ns;    /* inside store calls */
-	struct tally tally;
+	/* Per direction, so that a mixed run can report set and get apart. */
+	uint64_t busy_ns[OP_MIXED]; /* inside store calls */
+	uint64_t pages[OP_MIXED];
+	struct tally tally[OP_MIXED];
 	/* A whole-call failure; the message is copied because hc_last_error()
 	 * is per thread. */
 	int rc;
@@ -113,19 +137,42 @@ struct worker {
 	char err[256];
 };
 
+/* A progress line on a terminal, drawn by its own thread so that a long
+ * batch on any worker does not stall it. */
+struct progress {
+	_Atomic uint64_t pages, bytes; /* done in this phase */
+	uint64_t total;
+	const char *label;
+	uint64_t t0;
+	bool printed;
+	bool stop;
+	pthread_t tid;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+};
+
 struct bench {
 	const struct bench_args *a;
 	struct hc_pool *pool;
 	struct hc_store *store;
 	struct worker *workers;
+	bool show_progress; /* stderr is a terminal */
+	struct progress *progress; /* the running phase's, or NULL */
+};
+
+/* One direction of a run (or all of it). */
+struct part {
+	uint64_t pages, bytes, batches, failed;
+	double seconds, gbps, pages_per_s, p50_ms, p99_ms;
+	struct tally t;
 };
 
 struct summary {
-	uint64_t pages, bytes, batches;
-	double seconds, gbps, pages_per_s, p50_ms, p99_ms;
-	struct tally t;
-	uint64_t failed;
-	const char *cache; /* get: o_direct, dropped, warm, mem; else n/a */
+	struct part all;
+	struct part set, get; /* --op mixed only */
+	uint64_t existing;    /* set pages that were stored already: nothing written */
+	bool warmed;          /* the pool was read into once before the timed reads */
+	const char *cache;    /* get and mixed: o_direct, dropped, warm, mem; else n/a */
 };
 
 /* ---- usage and arguments ---- */
@@ -133,36 +180,52 @@ struct summary {
 static void bench_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: hicache bench store --op set|get|exists --pages N --page-bytes N\n"
+		"usage: hicache bench store --op set|get|exists|mixed\n"
+		"                           (--pages N | --total-bytes N) --page-bytes N\n"
 		"                           [--backend file|mem] [--dir DIR]... [--batch N]\n"
 		"                           [--layout layer_first|page_first|page_first_direct]\n"
-		"                           [--threads T] [--engine uring|threads|auto]\n"
+		"                           [--mla] [--threads T] [--engine uring|threads|auto]\n"
 		"                           [--direct on|off] [--zero-copy on|off] [--seed S]\n"
-		"                           [--verify] [--drop-caches] [--json]\n"
+		"                           [--verify] [--drop-caches] [--pool-warmup on|off]\n"
+		"                           [--json]\n"
 		"\n"
 		"Runs one store operation over pages 0..N-1 in batches and reports throughput\n"
 		"and batch latency. Only the store calls are timed.\n"
 		"\n"
 		"Pages: the KV pool is MHA with 1 layer, 1 head, 1-byte elements and 1 token\n"
 		"per page, head_dim = page_bytes/2, so a flat page (K half, V half) is exactly\n"
-		"--page-bytes; an odd --page-bytes uses an MLA pool (one latent buffer) with\n"
-		"head_dim = page_bytes. It holds batch x threads pages and is registered as\n"
-		"the anchor \"kv\" (model \"bench\").\n"
+		"--page-bytes: two objects per page in zero-copy mode (_k, _v), one in bounce\n"
+		"mode. --mla, or an odd --page-bytes, uses an MLA pool (one latent buffer,\n"
+		"head_dim = page_bytes): one object per page in either mode. The pool holds\n"
+		"batch x threads pages and is registered as the anchor \"kv\" (model\n"
+		"\"bench\"). Every object also carries a 4096-byte trailer block\n"
+		"(docs/FORMAT.md); bytes and GB/s count the page payload only.\n"
 		"Key of page i: hc_key_chain over one page of 4 tokens {seed_lo, seed_hi, i_lo,\n"
 		"i_hi} with no prior. Content of page i: 8-byte little-endian words,\n"
 		"word w = splitmix64(splitmix64(seed ^ splitmix64(i)) + w), so a later\n"
 		"'--op get --verify' with the same --seed checks every byte.\n"
 		"\n"
+		"--op mixed: batch j of thread t is a get when j + t is even, else a set of\n"
+		"new pages, so half the batches read and half write (with 2+ threads, at the\n"
+		"same time). The pages of the get batches are stored first, untimed (then\n"
+		"--drop-caches applies). It reports both directions and their sum. Use a\n"
+		"fresh --dir or --seed: a set of a page that exists writes nothing\n"
+		"(reported as existing).\n"
+		"\n"
 		"options:\n"
-		"  -o, --op OP          set | get | exists (required)\n"
-		"  -n, --pages N        pages to process (required)\n"
-		"  -p, --page-bytes N   bytes of one flat page, 1..%llu (required)\n"
+		"  -o, --op OP          set | get | exists | mixed (required)\n"
+		"  -n, --pages N        pages to process\n"
+		"      --total-bytes N  instead of --pages: pages = N / page bytes (rounded\n"
+		"                       down); N may end in K, M, G or T (powers of 1024)\n"
+		"  -p, --page-bytes N   bytes of one flat page, 1..%llu, K/M/G suffix\n"
+		"                       allowed (required)\n"
 		"  -b, --backend B      file (default) or mem (lives in this process: get and\n"
 		"                       exists store the pages first, untimed)\n"
 		"  -d, --dir DIR        file backend base dir (repeat for several; default:\n"
 		"                       config 'dirs', env HICACHE_STORAGE_DIR)\n"
 		"  -B, --batch N        pages per store call (default 32)\n"
 		"  -l, --layout L       pool layout (default page_first)\n"
+		"      --mla            MLA pool: one object per page (see Pages)\n"
 		"  -t, --threads T      threads, 1..%u (default 1); thread t takes pages\n"
 		"                       [t*N/T, (t+1)*N/T), all share one store\n"
 		"  -e, --engine E       io_engine (default: config / HICACHE_IO_ENGINE)\n"
@@ -170,15 +233,30 @@ static void bench_usage(FILE *out)
 		"      --zero-copy on|off  off forces bounce mode (default on: zero-copy where\n"
 		"                       the store allows it). Get with the same setting as set.\n"
 		"  -s, --seed S         key and content seed, a u64 (default 0)\n"
-		"      --verify         get: check every byte of every page read\n"
-		"      --drop-caches    get, as root: sync and drop the page cache first\n"
+		"      --verify         get, mixed: check every byte of every page read\n"
+		"      --drop-caches    get, mixed, as root: sync and drop the page cache\n"
+		"                       (and dentries, inodes) before the timed reads\n"
+		"      --pool-warmup on|off  get, mixed, file backend: before the timed reads\n"
+		"                       (and before --drop-caches), read each thread's first\n"
+		"                       get page into all its pool slots, untimed, so that\n"
+		"                       every slot has been read into once (default off:\n"
+		"                       it reads that page many times, which a store that\n"
+		"                       removes corrupt objects on read would act on)\n"
 		"      --json           print one JSON object instead of the summary\n"
 		"  -h, --help           print this help and exit\n"
 		"\n"
 		"Seconds are the busiest thread's time inside store calls. bytes: pages stored\n"
 		"(set) or read (get) times page bytes; 0 for exists. failed: set and get pages\n"
 		"with an error, a miss or (with --verify) a wrong byte; exists reports hits and\n"
-		"misses but no failures.\n"
+		"misses but no failures. cache says how cold the reads were: o_direct (they\n"
+		"bypass the page cache), dropped, warm (possibly cached) or mem.\n"
+		"When stderr is a terminal, a progress line is redrawn up to 10 times a second.\n"
+		"\n"
+		"Pool warm-up: on some VMs the first device write into a fresh memory page makes\n"
+		"the next CPU touch of that page cost microseconds (measured here: ~6.5 us per\n"
+		"4 KiB page, i.e. ~0.6 GB/s for the checksum that follows). A long-running\n"
+		"server pays that once per pool page; a short bench pays it on every page of\n"
+		"its first batch: --pool-warmup on takes it out of the timed reads.\n"
 		"\n"
 		"exit status: 0 ok, 1 a failure or a failed page, 2 bad usage\n",
 		BENCH_PAGE_BYTES_MAX, BENCH_THREADS_MAX);
@@ -205,6 +283,40 @@ static bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return true;
 }
 
+/* A byte count: decimal digits, then optionally K, M, G or T (powers of
+ * 1024, either case, "iB" may follow), within [min, max]. */
+static bool parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	static const char units[] = "kmgt";
+	char digits[32];
+	size_t n = strspn(s, "0123456789");
+	uint64_t v, mul = 1;
+
+	if (!n || n >= sizeof(digits))
+		return false;
+	memcpy(digits, s, n);
+	digits[n] = '\0';
+	if (!parse_u64(digits, 0, UINT64_MAX, &v))
+		return false;
+	s += n;
+	if (*s) {
+		const char *u = strchr(units, s[0] | 0x20);
+		if (!u || !*u)
+			return false;
+		mul = 1ull << (10 * (u - units + 1));
+		s++;
+		if (*s && strcmp(s, "iB") && strcmp(s, "ib"))
+			return false;
+	}
+	if (v > UINT64_MAX / mul)
+		return false;
+	v *= mul;
+	if (v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
 static bool parse_on_off(const char *s, bool *out)
 {
 	if (!strcmp(s, "on")) {
@@ -220,7 +332,7 @@ static bool parse_on_off(const char *s, bool *out)
 
 static bool parse_op(const char *s, enum bench_op *out)
 {
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < OP_COUNT; i++) {
 		if (!strcmp(s, op_names[i])) {
 			*out = (enum bench_op)i;
 			return true;
@@ -236,7 +348,16 @@ static int bad_value(const char *opt, const char *val, const char *want)
 }
 
 /* Long-only options. */
-enum { OPT_DIRECT = 256, OPT_ZERO_COPY, OPT_VERIFY, OPT_JSON, OPT_DROP_CACHES };
+enum {
+	OPT_DIRECT = 256,
+	OPT_ZERO_COPY,
+	OPT_VERIFY,
+	OPT_JSON,
+	OPT_DROP_CACHES,
+	OPT_TOTAL_BYTES,
+	OPT_MLA,
+	OPT_POOL_WARMUP,
+};
 
 /* Returns 0, 2 (bad usage, said) or -1 (--help printed). */
 static int parse_option(struct bench_args *a, int c, const char *arg)
@@ -247,7 +368,7 @@ static int parse_option(struct bench_args *a, int c, const char *arg)
 	switch (c) {
 	case 'o':
 		if (!parse_op(arg, &a->op))
-			return bad_value("op", arg, "set, get or exists");
+			return bad_value("op", arg, "set, get, exists or mixed");
 		a->have_op = true;
 		return 0;
 	case 'n':
@@ -255,8 +376,13 @@ static int parse_option(struct bench_args *a, int c, const char *arg)
 			return bad_value("pages", arg, "a number of at least 1");
 		return 0;
 	case 'p':
-		if (!parse_u64(arg, 1, BENCH_PAGE_BYTES_MAX, &a->page_bytes))
-			return bad_value("page-bytes", arg, "a number in 1..2^30");
+		if (!parse_size(arg, 1, BENCH_PAGE_BYTES_MAX, &a->page_bytes))
+			return bad_value("page-bytes", arg, "a size in 1..2^30 (K/M/G allowed)");
+		return 0;
+	case OPT_TOTAL_BYTES:
+		if (!parse_size(arg, 1, UINT64_MAX, &a->total_bytes))
+			return bad_value("total-bytes", arg,
+					 "a size of at least 1 (K/M/G/T allowed)");
 		return 0;
 	case 'b':
 		if (strcmp(arg, "file") && strcmp(arg, "mem"))
@@ -307,6 +433,11 @@ static int parse_option(struct bench_args *a, int c, const char *arg)
 	case OPT_VERIFY: a->verify = true; return 0;
 	case OPT_JSON: a->json = true; return 0;
 	case OPT_DROP_CACHES: a->drop_caches = true; return 0;
+	case OPT_MLA: a->mla = true; return 0;
+	case OPT_POOL_WARMUP:
+		if (!parse_on_off(arg, &a->pool_warmup))
+			return bad_value("pool-warmup", arg, "on or off");
+		return 0;
 	case 'h':
 		bench_usage(stdout);
 		return -1;
@@ -333,6 +464,9 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		{"verify", no_argument, NULL, OPT_VERIFY},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"drop-caches", no_argument, NULL, OPT_DROP_CACHES},
+		{"total-bytes", required_argument, NULL, OPT_TOTAL_BYTES},
+		{"mla", no_argument, NULL, OPT_MLA},
+		{"pool-warmup", required_argument, NULL, OPT_POOL_WARMUP},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -366,13 +500,30 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		fprintf(stderr, "hicache bench: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	if (!a->have_op || !a->pages || !a->page_bytes) {
-		fprintf(stderr, "hicache bench: --op, --pages and --page-bytes are required "
-				"(see --help)\n");
+	if (a->pages && a->total_bytes) {
+		fprintf(stderr, "hicache bench: give --pages or --total-bytes, not both\n");
 		return 2;
 	}
-	if (a->verify && a->op != OP_GET) {
-		fprintf(stderr, "hicache bench: --verify applies to --op get only\n");
+	if (!a->have_op || !(a->pages || a->total_bytes) || !a->page_bytes) {
+		fprintf(stderr, "hicache bench: --op, --pages (or --total-bytes) and --page-bytes "
+				"are required (see --help)\n");
+		return 2;
+	}
+	if (a->total_bytes) {
+		a->pages = a->total_bytes / a->page_bytes;
+		if (!a->pages) {
+			fprintf(stderr, "hicache bench: --total-bytes %llu is less than one page "
+					"of %llu bytes\n", (unsigned long long)a->total_bytes,
+				(unsigned long long)a->page_bytes);
+			return 2;
+		}
+		if (a->pages > UINT64_MAX / 2) {
+			fprintf(stderr, "hicache bench: --total-bytes gives too many pages\n");
+			return 2;
+		}
+	}
+	if (a->verify && a->op != OP_GET && a->op != OP_MIXED) {
+		fprintf(stderr, "hicache bench: --verify applies to --op get and mixed only\n");
 		return 2;
 	}
 	if (a->ndirs && strcmp(a->backend, "file")) {
@@ -454,16 +605,17 @@ static bool page_matches(uint64_t seed, uint64_t page, const uint8_t *buf, size_
 
 static int create_pool(const struct bench_args *a, struct hc_pool **out)
 {
-	bool odd = a->page_bytes % 2;
+	/* An odd page cannot be split into K and V halves. */
+	bool mla = a->mla || a->page_bytes % 2;
 	struct hc_kv_geometry geo = {
 		.layers = 1,
 		.heads = 1,
-		.head_dim = (uint32_t)(odd ? a->page_bytes : a->page_bytes / 2),
+		.head_dim = (uint32_t)(mla ? a->page_bytes : a->page_bytes / 2),
 		.elem_bytes = 1,
 		.page_size = 1,
 		.pages = a->batch * a->threads,
 		.layout = a->layout,
-		.mla = odd,
+		.mla = mla,
 	};
 	int rc = hc_pool_create_kv(&geo, NULL, out);
 	if (rc)
@@ -619,10 +771,21 @@ static int batch_keys(struct worker *w, uint64_t first, size_t n)
 	return 0;
 }
 
+/* Time one store call of direction op into the worker's record. */
+static void note_batch(struct worker *w, enum bench_op op, uint64_t t0, size_t n)
+{
+	uint64_t dt = now_ns() - t0;
+	w->lat_ns[w->nlat] = dt;
+	w->lat_op[w->nlat++] = (uint8_t)op;
+	w->busy_ns[op] += dt;
+	w->pages[op] += n;
+}
+
 static int batch_set(struct worker *w, uint64_t first, size_t n)
 {
 	const struct bench_args *a = w->b->a;
 	struct hc_pool *pool = w->b->pool;
+	struct tally *t = &w->tally[OP_SET];
 
 	for (size_t j = 0; j < n; j++) {
 		fill_page(a->seed, first + j, w->flat, a->page_bytes);
@@ -636,15 +799,15 @@ static int batch_set(struct worker *w, uint64_t first, size_t n)
 	}
 	uint64_t t0 = now_ns();
 	int rc = hc_store_set(w->b->store, w->keys, n, w->slots, w->results);
-	w->lat_ns[w->nlat++] = now_ns() - t0;
+	note_batch(w, OP_SET, t0, n);
 	for (size_t j = 0; j < n; j++) {
 		if (w->results[j] == 1) {
 			worker_fail(w, "hc_store_set", rc ? rc : -EIO);
 			return w->rc;
 		}
 		if (w->results[j]) {
-			w->tally.errors++;
-			note_page_error(&w->tally, first + j, w->results[j]);
+			t->errors++;
+			note_page_error(t, first + j, w->results[j]);
 		}
 	}
 	return 0;
@@ -653,7 +816,7 @@ static int batch_set(struct worker *w, uint64_t first, size_t n)
 static void check_read(struct worker *w, uint64_t page, int result, uint64_t slot)
 {
 	const struct bench_args *a = w->b->a;
-	struct tally *t = &w->tally;
+	struct tally *t = &w->tally[OP_GET];
 
 	if (result == -ENOENT) {
 		t->misses++;
@@ -682,7 +845,7 @@ static int batch_get(struct worker *w, uint64_t first, size_t n)
 {
 	uint64_t t0 = now_ns();
 	int64_t hits = hc_store_get(w->b->store, w->keys, n, w->slots, w->results);
-	w->lat_ns[w->nlat++] = now_ns() - t0;
+	note_batch(w, OP_GET, t0, n);
 	if (hits < 0) {
 		worker_fail(w, "hc_store_get", (int)hits);
 		return w->rc;
@@ -696,40 +859,83 @@ static int batch_exists(struct worker *w, size_t n)
 {
 	uint64_t t0 = now_ns();
 	int64_t hits = hc_store_exists(w->b->store, w->keys, n);
-	w->lat_ns[w->nlat++] = now_ns() - t0;
+	note_batch(w, OP_EXISTS, t0, n);
 	if (hits < 0) {
 		worker_fail(w, "hc_store_exists", (int)hits);
 		return w->rc;
 	}
-	w->tally.hits += (uint64_t)hits;
-	w->tally.misses += n - (uint64_t)hits;
+	w->tally[OP_EXISTS].hits += (uint64_t)hits;
+	w->tally[OP_EXISTS].misses += n - (uint64_t)hits;
 	return 0;
 }
 
+/* What a phase does with each batch. */
+enum phase_kind {
+	PHASE_ALL,    /* every batch: op */
+	PHASE_MIXED,  /* batch j of thread t: get if j + t is even, else set */
+	PHASE_LAYOUT, /* a set of the batches a mixed run will get, and no others */
+};
+
 struct phase {
 	struct worker *w;
-	enum bench_op op;
+	enum phase_kind kind;
+	enum bench_op op; /* PHASE_ALL */
 };
+
+/* The direction of batch j of a phase, or OP_COUNT to skip it. */
+static enum bench_op batch_op(const struct phase *ph, uint64_t j)
+{
+	bool get = (j + ph->w->index) % 2 == 0;
+
+	switch (ph->kind) {
+	case PHASE_MIXED:
+		return get ? OP_GET : OP_SET;
+	case PHASE_LAYOUT:
+		return get ? OP_SET : OP_COUNT;
+	default:
+		return ph->op;
+	}
+}
+
+/* Payload bytes a batch moved: stored or read pages, none for exists. */
+static uint64_t batch_bytes(const struct worker *w, enum bench_op op, const struct tally *before,
+			    size_t n)
+{
+	uint64_t pb = w->b->a->page_bytes;
+
+	if (op == OP_SET)
+		return (n - (w->tally[OP_SET].errors - before->errors)) * pb;
+	if (op == OP_GET)
+		return (w->tally[OP_GET].hits - before->hits) * pb;
+	return 0;
+}
 
 static void *worker_main(void *arg)
 {
 	struct phase *ph = arg;
 	struct worker *w = ph->w;
-	uint64_t batch = w->b->a->batch;
+	uint64_t batch = w->b->a->batch, j = 0;
 
-	for (uint64_t first = w->first; first < w->end && !w->rc; first += batch) {
+	for (uint64_t first = w->first; first < w->end && !w->rc; first += batch, j++) {
 		size_t n = (size_t)(w->end - first < batch ? w->end - first : batch);
+		enum bench_op op = batch_op(ph, j);
+		if (op == OP_COUNT)
+			continue;
 		if (batch_keys(w, first, n))
 			break;
-		uint64_t before = w->nlat;
-		if (ph->op == OP_SET)
+		struct tally before = w->tally[op];
+		if (op == OP_SET)
 			batch_set(w, first, n);
-		else if (ph->op == OP_GET)
+		else if (op == OP_GET)
 			batch_get(w, first, n);
 		else
 			batch_exists(w, n);
-		if (w->nlat > before)
-			w->busy_ns += w->lat_ns[w->nlat - 1];
+		struct progress *p = w->b->progress;
+		if (p) {
+			atomic_fetch_add_explicit(&p->pages, n, memory_order_relaxed);
+			atomic_fetch_add_explicit(&p->bytes, batch_bytes(w, op, &before, n),
+						  memory_order_relaxed);
+		}
 	}
 	return NULL;
 }
@@ -740,16 +946,20 @@ static int worker_init(struct bench *b, struct worker *w, unsigned t)
 	uint64_t nbatches;
 
 	w->b = b;
+	w->index = t;
 	/* In 128 bits: pages * t can pass 2^64. */
 	w->first = (uint64_t)((unsigned __int128)a->pages * t / a->threads);
 	w->end = (uint64_t)((unsigned __int128)a->pages * (t + 1) / a->threads);
 	nbatches = (w->end - w->first + a->batch - 1) / a->batch;
+	if (!nbatches)
+		nbatches = 1;
 	w->slots = malloc(a->batch * sizeof(*w->slots));
 	w->keys = malloc(a->batch * sizeof(*w->keys));
 	w->results = malloc(a->batch * sizeof(*w->results));
 	w->flat = malloc(a->page_bytes);
-	w->lat_ns = malloc((nbatches ? nbatches : 1) * sizeof(*w->lat_ns));
-	if (!w->slots || !w->keys || !w->results || !w->flat || !w->lat_ns)
+	w->lat_ns = malloc(nbatches * sizeof(*w->lat_ns));
+	w->lat_op = malloc(nbatches * sizeof(*w->lat_op));
+	if (!w->slots || !w->keys || !w->results || !w->flat || !w->lat_ns || !w->lat_op)
 		return -ENOMEM;
 	for (uint64_t j = 0; j < a->batch; j++)
 		w->slots[j] = t * a->batch + j;
@@ -759,8 +969,9 @@ static int worker_init(struct bench *b, struct worker *w, unsigned t)
 static void worker_reset(struct worker *w)
 {
 	w->nlat = 0;
-	w->busy_ns = 0;
-	w->tally = (struct tally){0};
+	memset(w->busy_ns, 0, sizeof(w->busy_ns));
+	memset(w->pages, 0, sizeof(w->pages));
+	memset(w->tally, 0, sizeof(w->tally));
 }
 
 static void worker_free(struct worker *w)
@@ -770,13 +981,118 @@ static void worker_free(struct worker *w)
 	free(w->results);
 	free(w->flat);
 	free(w->lat_ns);
+	free(w->lat_op);
 }
 
-/* Run op on every thread; returns 0 or the first whole-call error (said). */
-static int run_phase(struct bench *b, enum bench_op op)
+/* ---- the progress line ---- */
+
+static void progress_draw(struct progress *p)
+{
+	uint64_t pages = atomic_load_explicit(&p->pages, memory_order_relaxed);
+	uint64_t bytes = atomic_load_explicit(&p->bytes, memory_order_relaxed);
+	double s = (double)(now_ns() - p->t0) / 1e9;
+
+	/* Wall time, fills included: the final summary has the store's own. */
+	fprintf(stderr, "\rbench store %s: %llu/%llu pages (%.0f%%), %.3f GB/s so far", p->label,
+		(unsigned long long)pages, (unsigned long long)p->total,
+		p->total ? 100.0 * (double)pages / (double)p->total : 100.0,
+		s > 0 ? (double)bytes / s / 1e9 : 0.0);
+	fflush(stderr);
+	p->printed = true;
+}
+
+static void *progress_main(void *arg)
+{
+	struct progress *p = arg;
+
+	pthread_mutex_lock(&p->lock);
+	while (!p->stop) {
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += (long)BENCH_PROGRESS_NS;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		while (!p->stop && pthread_cond_timedwait(&p->wake, &p->lock, &until) != ETIMEDOUT)
+			;
+		if (!p->stop)
+			progress_draw(p);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* Starts the line's thread; on any failure the phase runs without it. */
+static void progress_start(struct bench *b, struct progress *p, const char *label,
+			   uint64_t total)
+{
+	pthread_condattr_t attr;
+
+	if (!b->show_progress)
+		return;
+	*p = (struct progress){.total = total, .label = label, .t0 = now_ns()};
+	if (pthread_condattr_init(&attr))
+		return;
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->wake, &attr);
+	pthread_condattr_destroy(&attr);
+	if (pthread_create(&p->tid, NULL, progress_main, p)) {
+		pthread_cond_destroy(&p->wake);
+		pthread_mutex_destroy(&p->lock);
+		return;
+	}
+	b->progress = p;
+}
+
+/* Stops the thread and erases the line, so the summary starts clean. */
+static void progress_stop(struct bench *b)
+{
+	struct progress *p = b->progress;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = true;
+	pthread_cond_signal(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->tid, NULL);
+	if (p->printed) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+	}
+	pthread_cond_destroy(&p->wake);
+	pthread_mutex_destroy(&p->lock);
+	b->progress = NULL;
+}
+
+/* Pages a phase will touch, for the progress line. */
+static uint64_t phase_pages(const struct bench *b, enum phase_kind kind)
+{
+	uint64_t total = 0;
+
+	if (kind != PHASE_LAYOUT)
+		return b->a->pages;
+	for (unsigned t = 0; t < b->a->threads; t++) {
+		const struct worker *w = &b->workers[t];
+		struct phase ph = {.w = (struct worker *)w, .kind = kind};
+		uint64_t j = 0;
+		for (uint64_t first = w->first; first < w->end; first += b->a->batch, j++)
+			if (batch_op(&ph, j) != OP_COUNT)
+				total += w->end - first < b->a->batch ? w->end - first
+								       : b->a->batch;
+	}
+	return total;
+}
+
+/* Run a phase on every thread; returns 0 or the first whole-call error
+ * (said). */
+static int run_phase(struct bench *b, enum phase_kind kind, enum bench_op op, const char *label)
 {
 	unsigned nt = b->a->threads;
 	struct phase *ph = calloc(nt, sizeof(*ph));
+	struct progress progress;
 	int rc = 0;
 
 	if (!ph) {
@@ -784,9 +1100,10 @@ static int run_phase(struct bench *b, enum bench_op op)
 		return -ENOMEM;
 	}
 	for (unsigned t = 0; t < nt; t++) {
-		ph[t] = (struct phase){&b->workers[t], op};
+		ph[t] = (struct phase){&b->workers[t], kind, op};
 		worker_reset(&b->workers[t]);
 	}
+	progress_start(b, &progress, label, phase_pages(b, kind));
 	/* Thread 0 is this thread: one thread runs with no thread created. */
 	for (unsigned t = 1; t < nt; t++) {
 		int err = pthread_create(&b->workers[t].tid, NULL, worker_main, &ph[t]);
@@ -799,6 +1116,7 @@ static int run_phase(struct bench *b, enum bench_op op)
 	worker_main(&ph[0]);
 	for (unsigned t = 1; t < nt; t++)
 		pthread_join(b->workers[t].tid, NULL);
+	progress_stop(b);
 	for (unsigned t = 0; t < b->a->threads && !rc; t++) {
 		struct worker *w = &b->workers[t];
 		if (w->rc) {
@@ -846,7 +1164,8 @@ static void tally_add(struct tally *sum, const struct tally *t)
 	}
 }
 
-static int summarize(const struct bench *b, struct summary *s)
+/* Sum the directions in mask (bit op) over every thread into *p. */
+static int summarize_part(const struct bench *b, unsigned mask, struct part *p)
 {
 	const struct bench_args *a = b->a;
 	uint64_t *lat, busiest = 0;
@@ -862,31 +1181,50 @@ static int summarize(const struct bench *b, struct summary *s)
 	n = 0;
 	for (unsigned t = 0; t < a->threads; t++) {
 		const struct worker *w = &b->workers[t];
-		memcpy(lat + n, w->lat_ns, w->nlat * sizeof(*lat));
-		n += w->nlat;
-		if (w->busy_ns > busiest)
-			busiest = w->busy_ns;
-		tally_add(&s->t, &w->tally);
+		uint64_t busy = 0;
+		for (size_t i = 0; i < w->nlat; i++)
+			if (mask & (1u << w->lat_op[i]))
+				lat[n++] = w->lat_ns[i];
+		for (unsigned op = 0; op < OP_MIXED; op++) {
+			if (!(mask & (1u << op)))
+				continue;
+			busy += w->busy_ns[op];
+			p->pages += w->pages[op];
+			tally_add(&p->t, &w->tally[op]);
+			if (op == OP_SET) {
+				p->failed += w->tally[op].errors;
+				p->bytes += (w->pages[op] - w->tally[op].errors) * a->page_bytes;
+			} else if (op == OP_GET) {
+				const struct tally *g = &w->tally[op];
+				p->failed += g->misses + g->corrupt + g->errors + g->mismatched;
+				p->bytes += g->hits * a->page_bytes;
+			}
+		}
+		if (busy > busiest)
+			busiest = busy;
 	}
 	qsort(lat, n, sizeof(*lat), cmp_u64);
-	s->batches = n;
-	s->p50_ms = quantile_ms(lat, n, 0.50);
-	s->p99_ms = quantile_ms(lat, n, 0.99);
+	p->batches = n;
+	p->p50_ms = quantile_ms(lat, n, 0.50);
+	p->p99_ms = quantile_ms(lat, n, 0.99);
 	free(lat);
+	p->seconds = (double)busiest / 1e9;
+	if (p->seconds > 0) {
+		p->gbps = (double)p->bytes / p->seconds / 1e9;
+		p->pages_per_s = (double)p->pages / p->seconds;
+	}
+	return 0;
+}
 
-	s->pages = a->pages;
-	if (a->op == OP_SET) {
-		s->failed = s->t.errors;
-		s->bytes = (a->pages - s->failed) * a->page_bytes;
-	} else if (a->op == OP_GET) {
-		s->failed = s->t.misses + s->t.corrupt + s->t.errors + s->t.mismatched;
-		s->bytes = s->t.hits * a->page_bytes;
-	}
-	s->seconds = (double)busiest / 1e9;
-	if (s->seconds > 0) {
-		s->gbps = (double)s->bytes / s->seconds / 1e9;
-		s->pages_per_s = (double)s->pages / s->seconds;
-	}
+static int summarize(const struct bench *b, struct summary *s)
+{
+	enum bench_op op = b->a->op;
+
+	if (op != OP_MIXED)
+		return summarize_part(b, 1u << op, &s->all);
+	if (summarize_part(b, 1u << OP_SET | 1u << OP_GET, &s->all) ||
+	    summarize_part(b, 1u << OP_SET, &s->set) || summarize_part(b, 1u << OP_GET, &s->get))
+		return -ENOMEM;
 	return 0;
 }
 
@@ -909,64 +1247,114 @@ static const char *cache_note(const char *cache)
 struct env_info {
 	const char *engine;
 	bool direct, zero_copy;
+	bool mla;
+	unsigned objects;      /* files per page */
+	uint64_t object_bytes; /* of each: payload rounded up to 4096, + the trailer block */
 };
+
+static void print_part_human(const char *name, const struct part *p)
+{
+	printf("  %-10s %llu pages, %llu bytes in %.6f s: %.3f GB/s, %.0f pages/s\n", name,
+	       (unsigned long long)p->pages, (unsigned long long)p->bytes, p->seconds, p->gbps,
+	       p->pages_per_s);
+	printf("  %-10s p50 %.3f ms, p99 %.3f ms (%llu batches)\n", "", p->p50_ms, p->p99_ms,
+	       (unsigned long long)p->batches);
+}
 
 static void print_human(const struct bench_args *a, const struct env_info *e,
 			const struct summary *s)
 {
+	const struct part *p = &s->all;
+	const struct tally *t = &p->t;
+
 	printf("bench store: op %s, backend %s, engine %s, direct %s, zero-copy %s, layout %s\n",
 	       op_names[a->op], a->backend, e->engine, on_off(e->direct), on_off(e->zero_copy),
 	       hc_kv_layout_name(a->layout));
 	printf("  pages      %llu x %llu bytes, batch %llu, %u thread(s), seed %llu\n",
-	       (unsigned long long)s->pages, (unsigned long long)a->page_bytes,
+	       (unsigned long long)p->pages, (unsigned long long)a->page_bytes,
 	       (unsigned long long)a->batch, a->threads, (unsigned long long)a->seed);
+	if (!strcmp(a->backend, "file"))
+		printf("  objects    %u per page (%s pool), %llu bytes each on disk\n", e->objects,
+		       e->mla ? "MLA" : "MHA", (unsigned long long)e->object_bytes);
 	if (a->op == OP_EXISTS)
-		printf("  time       %.6f s: %.0f pages/s\n", s->seconds, s->pages_per_s);
+		printf("  time       %.6f s: %.0f pages/s\n", p->seconds, p->pages_per_s);
 	else
 		printf("  moved      %llu bytes in %.6f s: %.3f GB/s, %.0f pages/s\n",
-		       (unsigned long long)s->bytes, s->seconds, s->gbps, s->pages_per_s);
-	printf("  batch      p50 %.3f ms, p99 %.3f ms (%llu batches)\n", s->p50_ms, s->p99_ms,
-	       (unsigned long long)s->batches);
-	if (a->op == OP_SET)
-		printf("  failed     %llu\n", (unsigned long long)s->failed);
-	if (a->op == OP_GET) {
+		       (unsigned long long)p->bytes, p->seconds, p->gbps, p->pages_per_s);
+	printf("  batch      p50 %.3f ms, p99 %.3f ms (%llu batches)\n", p->p50_ms, p->p99_ms,
+	       (unsigned long long)p->batches);
+	if (a->op == OP_MIXED) {
+		print_part_human("set", &s->set);
+		print_part_human("get", &s->get);
+	}
+	if (a->op == OP_SET || a->op == OP_MIXED)
+		printf("  existing   %llu%s\n", (unsigned long long)s->existing,
+		       s->existing ? " (already stored: nothing written, so the set was fast; use "
+				     "a fresh --dir or --seed)" : "");
+	if (a->op == OP_GET || a->op == OP_MIXED) {
 		printf("  read       %llu hits, %llu misses, %llu corrupt, %llu errors\n",
-		       (unsigned long long)s->t.hits, (unsigned long long)s->t.misses,
-		       (unsigned long long)s->t.corrupt, (unsigned long long)s->t.errors);
+		       (unsigned long long)t->hits, (unsigned long long)t->misses,
+		       (unsigned long long)t->corrupt,
+		       (unsigned long long)(a->op == OP_MIXED ? s->get.t.errors : t->errors));
 		if (a->verify)
 			printf("  verified   %llu, mismatched %llu\n",
-			       (unsigned long long)s->t.verified,
-			       (unsigned long long)s->t.mismatched);
+			       (unsigned long long)t->verified, (unsigned long long)t->mismatched);
 		else
 			printf("  verified   not checked (--verify)\n");
-		printf("  failed     %llu\n", (unsigned long long)s->failed);
+	}
+	if (a->op != OP_EXISTS)
+		printf("  failed     %llu\n", (unsigned long long)p->failed);
+	if (a->op == OP_GET || a->op == OP_MIXED) {
 		printf("  cache      %s\n", cache_note(s->cache));
+		printf("  pool       %s\n", s->warmed ? "warmed up (each thread's first get page "
+				"read into all its slots, untimed)" : "not warmed up");
 	}
 	if (a->op == OP_EXISTS)
-		printf("  exists     %llu hits, %llu misses\n", (unsigned long long)s->t.hits,
-		       (unsigned long long)s->t.misses);
+		printf("  exists     %llu hits, %llu misses\n", (unsigned long long)t->hits,
+		       (unsigned long long)t->misses);
+}
+
+static void print_part_json(const char *name, const struct part *p)
+{
+	printf(", \"%s\": {\"pages\": %llu, \"bytes\": %llu, \"seconds\": %.9f, \"gbps\": %.6f, "
+	       "\"pages_per_s\": %.3f, \"p50_ms\": %.6f, \"p99_ms\": %.6f, \"batches\": %llu, "
+	       "\"failed_pages\": %llu}",
+	       name, (unsigned long long)p->pages, (unsigned long long)p->bytes, p->seconds,
+	       p->gbps, p->pages_per_s, p->p50_ms, p->p99_ms, (unsigned long long)p->batches,
+	       (unsigned long long)p->failed);
 }
 
 static void print_json(const struct bench_args *a, const struct env_info *e,
 		       const struct summary *s)
 {
+	const struct part *p = &s->all;
+
 	printf("{\"op\": \"%s\", \"backend\": \"%s\", \"engine\": \"%s\", \"direct\": %s, "
-	       "\"zero_copy\": %s, \"layout\": \"%s\", \"page_bytes\": %llu, \"pages\": %llu, "
+	       "\"zero_copy\": %s, \"layout\": \"%s\", \"kv\": \"%s\", \"objects_per_page\": %u, "
+	       "\"object_bytes\": %llu, \"page_bytes\": %llu, \"pages\": %llu, "
 	       "\"batch\": %llu, \"threads\": %u, \"seed\": %llu, \"bytes\": %llu, "
 	       "\"seconds\": %.9f, \"gbps\": %.6f, \"pages_per_s\": %.3f, \"p50_ms\": %.6f, "
 	       "\"p99_ms\": %.6f, \"batches\": %llu, \"hits\": %llu, \"misses\": %llu, "
 	       "\"corrupt\": %llu, \"errors\": %llu, \"verify\": %s, \"verified_pages\": %llu, "
-	       "\"mismatched_pages\": %llu, \"failed_pages\": %llu, \"cache\": \"%s\"}\n",
+	       "\"mismatched_pages\": %llu, \"failed_pages\": %llu, \"existing_pages\": %llu, "
+	       "\"cache\": \"%s\", \"pool_warmup\": %s",
 	       op_names[a->op], a->backend, e->engine, e->direct ? "true" : "false",
 	       e->zero_copy ? "true" : "false", hc_kv_layout_name(a->layout),
-	       (unsigned long long)a->page_bytes, (unsigned long long)s->pages,
+	       e->mla ? "mla" : "mha", e->objects, (unsigned long long)e->object_bytes,
+	       (unsigned long long)a->page_bytes, (unsigned long long)p->pages,
 	       (unsigned long long)a->batch, a->threads, (unsigned long long)a->seed,
-	       (unsigned long long)s->bytes, s->seconds, s->gbps, s->pages_per_s, s->p50_ms,
-	       s->p99_ms, (unsigned long long)s->batches, (unsigned long long)s->t.hits,
-	       (unsigned long long)s->t.misses, (unsigned long long)s->t.corrupt,
-	       (unsigned long long)s->t.errors, a->verify ? "true" : "false",
-	       (unsigned long long)s->t.verified, (unsigned long long)s->t.mismatched,
-	       (unsigned long long)s->failed, s->cache);
+	       (unsigned long long)p->bytes, p->seconds, p->gbps, p->pages_per_s, p->p50_ms,
+	       p->p99_ms, (unsigned long long)p->batches, (unsigned long long)p->t.hits,
+	       (unsigned long long)p->t.misses, (unsigned long long)p->t.corrupt,
+	       (unsigned long long)p->t.errors, a->verify ? "true" : "false",
+	       (unsigned long long)p->t.verified, (unsigned long long)p->t.mismatched,
+	       (unsigned long long)p->failed, (unsigned long long)s->existing, s->cache,
+	       s->warmed ? "true" : "false");
+	if (a->op == OP_MIXED) {
+		print_part_json("set", &s->set);
+		print_part_json("get", &s->get);
+	}
+	printf("}\n");
 }
 
 /* ---- the page cache ---- */
@@ -1003,6 +1391,40 @@ static const char *prepare_get(const struct bench_args *a, bool direct)
 
 /* ---- the command ---- */
 
+/*
+ * Read one page that the timed reads will want (each thread's first get
+ * page) into every pool slot, untimed, so that every slot has been written
+ * by the device once. Reading one page many times, rather than a batch of
+ * them, keeps the warm-up from caching (anywhere below the file system)
+ * more than one page per thread of what is then timed, and writes nothing.
+ * Returns whether any slot was read into.
+ */
+static bool warm_pool(struct bench *b)
+{
+	const struct bench_args *a = b->a;
+	bool warmed = false;
+
+	for (unsigned t = 0; t < a->threads; t++) {
+		struct worker *w = &b->workers[t];
+		/* A mixed run's odd threads start with a set batch. */
+		uint64_t page = w->first + (a->op == OP_MIXED ? (t % 2) * a->batch : 0);
+		if (page >= w->end || page_key(a->seed, page, &w->keys[0]))
+			continue;
+		for (uint64_t j = 1; j < a->batch; j++)
+			w->keys[j] = w->keys[0];
+		if (hc_store_get(b->store, w->keys, a->batch, w->slots, w->results) > 0)
+			warmed = true;
+	}
+	return warmed;
+}
+
+static uint64_t pages_existing(const struct bench *b)
+{
+	struct hc_store_stats st;
+
+	return hc_store_stats(b->store, NULL, &st) ? 0 : st.pages_existing;
+}
+
 static int bench_run(struct bench *b)
 {
 	const struct bench_args *a = b->a;
@@ -1019,26 +1441,46 @@ static int bench_run(struct bench *b)
 		.engine = hc_store_io_engine(b->store),
 		.direct = hc_store_direct_io(b->store),
 		.zero_copy = info.zero_copy,
+		.mla = a->mla || a->page_bytes % 2,
+		.objects = info.objects,
 	};
-	/* The mem backend starts empty in every process. */
-	if (a->op != OP_SET && !strcmp(a->backend, "mem") && run_phase(b, OP_SET))
+	if (info.objects) {
+		/* docs/FORMAT.md: payload rounded up to a block, then the trailer block. */
+		uint64_t payload = a->page_bytes / info.objects;
+		e.object_bytes = (payload + 4095) / 4096 * 4096 + 4096;
+	}
+	/* The mem backend starts empty in every process; a mixed run needs the
+	 * pages its get batches read. */
+	if (a->op == OP_MIXED) {
+		if (run_phase(b, PHASE_LAYOUT, OP_SET, "mixed layout"))
+			return 1;
+	} else if (a->op != OP_SET && !strcmp(a->backend, "mem") &&
+		   run_phase(b, PHASE_ALL, OP_SET, "mem fill")) {
 		return 1;
-	if (a->op == OP_GET)
+	}
+	/* Before the drop, so the warm-up's reads leave nothing cached. */
+	if (a->pool_warmup && !strcmp(a->backend, "file") && (a->op == OP_GET || a->op == OP_MIXED))
+		s.warmed = warm_pool(b);
+	if (a->op == OP_GET || a->op == OP_MIXED)
 		s.cache = prepare_get(a, e.direct);
-	if (run_phase(b, a->op) || summarize(b, &s))
+	uint64_t existing = pages_existing(b);
+	if (run_phase(b, a->op == OP_MIXED ? PHASE_MIXED : PHASE_ALL, a->op, op_names[a->op]) ||
+	    summarize(b, &s))
 		return 1;
+	s.existing = pages_existing(b) - existing;
 	if (a->json)
 		print_json(a, &e, &s);
 	else
 		print_human(a, &e, &s);
-	if (s.t.first_err)
+	if (s.all.t.first_err)
 		fprintf(stderr, "hicache: bench: page %llu: %s (first page error)\n",
-			(unsigned long long)s.t.first_err_page, hc_strerror(s.t.first_err));
+			(unsigned long long)s.all.t.first_err_page,
+			hc_strerror(s.all.t.first_err));
 	if (fflush(stdout)) {
 		cli_report("bench: writing stdout", -EIO);
 		return 1;
 	}
-	return s.failed ? 1 : 0;
+	return s.all.failed ? 1 : 0;
 }
 
 static int bench_store(int argc, char **argv)
@@ -1049,6 +1491,8 @@ static int bench_store(int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? 0 : rc;
+	/* Only a person watching wants the line; a log or a pipe does not. */
+	b.show_progress = isatty(STDERR_FILENO);
 	b.workers = calloc(a.threads, sizeof(*b.workers));
 	if (!b.workers) {
 		cli_report("bench: threads", -ENOMEM);

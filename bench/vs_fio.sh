@@ -1,0 +1,284 @@
+#!/bin/bash
+# hicache's file store against fio on the same file system, side by side in
+# one run: the same number of files of the same size, O_DIRECT, io_uring,
+# queue depth = batch size, files created on open for writes.
+#
+#   hicache  bench store --op set|get --mla --zero-copy on --direct on --engine uring
+#            --batch B with HICACHE_IO_DEPTH=B: one object (file) per page, written
+#            by one chain open -> writev -> close -> rename per page, B chains per
+#            io_uring submission
+#   fio      ioengine=io_uring direct=1 nrfiles=N filesize=S bs=S iodepth=B
+#            openfiles=B create_on_open=1 file_service_type=sequential: one
+#            whole-file write (or read) per file, B in flight
+#
+# A hicache object is the page plus a 4 KiB trailer block (docs/FORMAT.md), so
+# it moves S + 4096 bytes per file where fio moves S: every GB/s here is page
+# payload (S per file) for both, 10^9 bytes/s.
+#
+# Reads are cold for both: O_DIRECT, after sync and a page-cache drop (as root;
+# --cold-meta also drops dentries and inodes). Each run has its own fresh
+# directory, all created before the first run and deleted only at the very
+# end: on a journal-less ext4, creating files right after deleting many is
+# several times slower (/work/shared/IO-URING-NOTES.md, "Pitfalls").
+#
+# usage: bench/vs_fio.sh [--quick] [--dir DIR] [--out FILE] [--runs N] [--batch B]
+#                        [--bin HICACHE] [--cases LIST] [--cold-meta] [--keep]
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+bin=${HICACHE_BIN:-$repo/build-perf/hicache}
+runs=3
+batch=32
+quick=0
+base=""
+out=""
+cases=""
+cold_meta=0
+keep=0
+
+usage() {
+	sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+	cat <<'EOF'
+options:
+  --quick       1 run per case, 1/8 of the files: a smoke test, not a measurement
+  --dir DIR     parent of the run directories (default: a fresh dir under /var/tmp;
+                not tmpfs). Only what this script creates under it is removed.
+  --out FILE    also write the markdown table to FILE
+  --runs N      runs per case (default 3; the median is reported)
+  --batch B     pages per store call = fio iodepth = openfiles (default 32)
+  --bin PATH    the hicache binary (default $HICACHE_BIN or build-perf/hicache)
+  --cases LIST  SIZE:FILES pairs (default "64K:2048 512K:512 2M:256 8M:64")
+  --cold-meta   drop dentries and inodes too before reads (echo 3, not 1)
+  --keep        leave the files in place
+EOF
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1 ;;
+	--dir) base=${2:?--dir needs a value}; shift ;;
+	--out) out=${2:?--out needs a value}; shift ;;
+	--runs) runs=${2:?--runs needs a value}; shift ;;
+	--batch) batch=${2:?--batch needs a value}; shift ;;
+	--bin) bin=${2:?--bin needs a value}; shift ;;
+	--cases) cases=${2:?--cases needs a value}; shift ;;
+	--cold-meta) cold_meta=1 ;;
+	--keep) keep=1 ;;
+	-h | --help) usage; exit 0 ;;
+	*) echo "vs_fio.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+case $runs in
+'' | *[!0-9]* | 0) echo "vs_fio.sh: --runs must be a number >= 1" >&2; exit 2 ;;
+esac
+case $batch in
+'' | *[!0-9]* | 0) echo "vs_fio.sh: --batch must be a number >= 1" >&2; exit 2 ;;
+esac
+[ "$quick" = 1 ] && runs=1
+
+# ---- tools ----
+if [ ! -x "$bin" ]; then
+	echo "vs_fio.sh: no hicache binary at $bin; build it first:" >&2
+	echo "  cmake -S $repo -B $repo/build-perf -DCMAKE_BUILD_TYPE=Release -DHC_BUILD_TESTS=OFF" \
+		"&& cmake --build $repo/build-perf -j2   (or pass --bin)" >&2
+	exit 1
+fi
+if ! command -v fio >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		echo "vs_fio.sh: fio is missing; installing the Debian package" >&2
+		DEBIAN_FRONTEND=noninteractive apt-get install -y fio >&2 ||
+			{ echo "vs_fio.sh: apt-get install fio failed" >&2; exit 1; }
+	else
+		echo "vs_fio.sh: fio is not installed. Install it (Debian: apt-get install fio, as root)" \
+			"and run again." >&2
+		exit 1
+	fi
+fi
+command -v python3 >/dev/null 2>&1 || { echo "vs_fio.sh: needs python3 (JSON)" >&2; exit 1; }
+root=0
+[ "$(id -u)" = 0 ] && root=1
+
+# ---- directories: every run's, created now ----
+made_base=0
+if [ -z "$base" ]; then
+	base=$(mktemp -d /var/tmp/hicache-vs-fio.XXXXXX)
+	made_base=1
+else
+	mkdir -p "$base"
+	base=$(cd "$base" && pwd)
+fi
+fstype=$(stat -f -c %T "$base")
+if [ "$fstype" = tmpfs ] || [ "$fstype" = ramfs ]; then
+	echo "vs_fio.sh: $base is on $fstype; use --dir on a disk file system" >&2
+	[ $made_base = 1 ] && rmdir "$base"
+	exit 1
+fi
+work=$(mktemp -d "$base/run.XXXXXX")
+cleanup() {
+	if [ $keep = 1 ]; then
+		echo "files kept under $work" >&2
+		return
+	fi
+	rm -rf "$work"
+	[ $made_base = 1 ] && rmdir "$base" 2>/dev/null
+	return 0
+}
+trap cleanup EXIT
+
+# size:files. Each case moves 128-512 MiB; --quick moves 1/8 of it.
+if [ -z "$cases" ]; then
+	cases="64K:2048 512K:512 2M:256 8M:64"
+	[ $quick = 1 ] && cases="64K:256 512K:64 2M:32 8M:8"
+fi
+for c in $cases; do
+	case $c in
+	[0-9]*[KMG]:[0-9]* | [0-9]*:[0-9]*) ;;
+	*) echo "vs_fio.sh: case '$c' is not SIZE:FILES (e.g. 2M:256)" >&2; exit 2 ;;
+	esac
+done
+
+bytes_of() { # 64K -> 65536
+	local n=${1%[KMG]} u=${1##*[0-9]}
+	case $u in
+	K) echo $((n << 10)) ;;
+	M) echo $((n << 20)) ;;
+	G) echo $((n << 30)) ;;
+	*) echo "$n" ;;
+	esac
+}
+
+for c in $cases; do
+	for r in $(seq 1 "$runs"); do
+		mkdir "$work/hc-${c%%:*}-$r" "$work/fio-${c%%:*}-$r"
+	done
+done
+need=0
+for c in $cases; do
+	need=$((need + 2 * runs * ($(bytes_of "${c%%:*}") + 4096) * ${c##*:}))
+done
+avail=$(df -P -B1 "$work" | awk 'NR == 2 {print $4}')
+if [ "$avail" -lt $((need + need / 10)) ]; then
+	echo "vs_fio.sh: needs $((need >> 20)) MiB free under $work, has $((avail >> 20)) MiB" >&2
+	exit 1
+fi
+
+# ---- one measurement each; prints GB/s of payload ----
+settle() { # before every timed run: nothing dirty left to write back meanwhile
+	sync
+}
+drop() { # before reads: page cache (and with --cold-meta dentries and inodes)
+	sync
+	if [ $root = 1 ]; then
+		echo $((cold_meta ? 3 : 1)) >/proc/sys/vm/drop_caches
+	fi
+}
+
+# jfield FILE EXPR: EXPR of the JSON object d in FILE.
+jfield() {
+	python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' \
+		"$1" "$2"
+}
+
+hc_run() { # op dir size files -> GB/s
+	local op=$1 dir=$2 size=$3 files=$4 o=$work/hc.json
+	HICACHE_IO_DEPTH=$batch "$bin" bench store --op "$op" --dir "$dir" --pages "$files" \
+		--page-bytes "$size" --batch "$batch" --mla --zero-copy on --direct on \
+		--engine uring --pool-warmup on --json >"$o" 2>"$work/hc.err" ||
+		{ echo "hicache bench failed: $(cat "$work/hc.err" "$o")" >&2; return 1; }
+	# Anything but a clean cold run would not be comparable.
+	local bad
+	local ok="d['failed_pages'] == 0 and d['direct'] and d['zero_copy'] and d['engine'] == 'uring'"
+	ok+=" and d['objects_per_page'] == 1"
+	ok+=" and (d['existing_pages'] == 0 if d['op'] == 'set' else d['cache'] == 'o_direct')"
+	bad=$(jfield "$o" "'' if $ok else 'unexpected: ' + json.dumps(d)")
+	[ -z "$bad" ] || { echo "hicache bench: $bad" >&2; return 1; }
+	jfield "$o" "'%.4f' % d['gbps']"
+}
+
+fio_run() { # op dir size files -> GB/s
+	local op=$1 dir=$2 size=$3 files=$4 o=$work/fio.json extra=()
+	if [ "$op" = set ]; then
+		extra=(--rw=write --create_on_open=1)
+	else
+		extra=(--rw=read --allow_file_create=0)
+	fi
+	fio --name=hc --directory="$dir" --ioengine=io_uring --direct=1 --nrfiles="$files" \
+		--filesize="$size" --bs="$size" --iodepth="$batch" --openfiles="$batch" \
+		--file_service_type=sequential "${extra[@]}" --output-format=json >"$o" \
+		2>"$work/fio.err" || { echo "fio failed: $(cat "$work/fio.err")" >&2; return 1; }
+	local dirn=write
+	[ "$op" = get ] && dirn="read"
+	# bw_bytes = io_bytes / runtime; check that every file was moved once.
+	jfield "$o" "(lambda j: '%.4f' % (j['bw_bytes'] / 1e9) if j['io_bytes'] == $size * $files
+		else 'short')(d['jobs'][0]['$dirn'])"
+}
+
+median() {
+	python3 -c 'import statistics, sys; print("%.3f" % statistics.median(map(float, sys.argv[1:])))' \
+		"$@"
+}
+ratio() {
+	python3 -c 'import sys; a, b = map(float, sys.argv[1:]); print("%.2f" % (a / b) if b else "n/a")' \
+		"$1" "$2"
+}
+
+mnt=$(findmnt -no SOURCE,FSTYPE,OPTIONS -T "$work" 2>/dev/null || echo "?")
+echo "# hicache vs fio: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, kernel $(uname -r), $(fio --version)"
+echo "# dir $work on $mnt"
+echo "# batch = iodepth = openfiles = $batch; $runs run(s) per case, median; GB/s of payload"
+[ $root = 1 ] || echo "# not root: page cache not dropped before reads (O_DIRECT reads are still cold)"
+echo "# run case tool op GB/s"
+
+declare -A res
+for r in $(seq 1 "$runs"); do
+	for c in $cases; do
+		size=${c%%:*} files=${c##*:}
+		sz=$(bytes_of "$size")
+		# Alternate which tool goes first, so that neither always meets the
+		# other's leftovers (writeback, a warmer CPU).
+		tools="hc fio"
+		[ $((r % 2)) = 0 ] && tools="fio hc"
+		for op in set get; do
+			for t in $tools; do
+				if [ "$op" = set ]; then settle; else drop; fi
+				v=$("${t}_run" "$op" "$work/$t-$size-$r" "$sz" "$files")
+				[ "$v" != short ] || { echo "fio moved less than expected" >&2; exit 1; }
+				res[$t.$size.$op]+="$v "
+				echo "$r $size x $files $t $op $v"
+			done
+		done
+	done
+done
+
+table() {
+	echo "| case | op | hicache GB/s | fio GB/s | hicache/fio | target | met |"
+	echo "|---|---|---|---|---|---|---|"
+	for c in $cases; do
+		size=${c%%:*} files=${c##*:}
+		for op in set get; do
+			# shellcheck disable=SC2086
+			h=$(median ${res[hc.$size.$op]})
+			# shellcheck disable=SC2086
+			f=$(median ${res[fio.$size.$op]})
+			q=$(ratio "$h" "$f")
+			want=0.9
+			[ "$size" = 64K ] && [ $op = set ] && want=1.1
+			met=no
+			[ "$q" != n/a ] && python3 -c "import sys; sys.exit(float('$q') < $want)" && met=yes
+			name="write"
+			[ $op = get ] && name="read"
+			echo "| $files x $size | $name | $h | $f | $q | >= $want | $met |"
+		done
+	done
+}
+echo
+echo "hicache/fio, median of $runs run(s); GB/s = 10^9 bytes of page payload per second (hicache"
+echo "files also carry a 4 KiB trailer block, not counted). Batch/iodepth $batch, O_DIRECT, io_uring."
+echo
+table | tee "$work/table.md"
+if [ -n "$out" ]; then
+	cp "$work/table.md" "$out"
+	echo "table written to $out"
+fi
