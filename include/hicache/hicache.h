@@ -12,5 +12,6 @@
 #include <hicache/key.h>
 #include <hicache/pool.h>
 #include <hicache/store.h>
+#include <hicache/cache.h>
 
 #endif /* HICACHE_H */

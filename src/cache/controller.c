@@ -1,0 +1,1325 @@
+/*
+ * cache/controller — the hierarchy controller: one radix tree over L1/L2,
+ * one mutex for it, and three background threads.
+ *
+ *   match --(tail >= threshold)--> query thread: hash tail, exists (chunks)
+ *                                      | hits >= threshold: reserve host slots
+ *                                      v
+ *                                  I/O thread: get (chunks) -> insert_host
+ *   insert --(write policy)------> backup thread: device -> host copy,
+ *                                      then host -> L3 set
+ *   load ------------------------> copy thread (device.c): host -> device,
+ *                                      per-layer counters
+ *
+ * Ownership rules that keep the accounting exact:
+ *   - a prefetch's reservation (host slots + ctl->reserved) belongs to the
+ *     worker holding the request; only the I/O thread (or the query thread
+ *     when it never reached I/O) releases it, once, whatever stopped it:
+ *     completion, a stop policy's revoke, or an abort;
+ *   - a device->host backup holds a device lock on its node until the
+ *     copy is acknowledged (radix_set_slots), so the node cannot go away;
+ *   - a host->L3 set holds no tree reference: it keeps the page keys and
+ *     marks its host slots busy; if the tree frees a busy slot meanwhile,
+ *     freeing is deferred until the set ends (never a reused slot's bytes
+ *     under an old key);
+ *   - a request is reference-counted (owner + prefetch worker) and freed
+ *     by whoever drops the last reference.
+ *
+ * Caveats: backed-up state is not recorded in the tree (host eviction may
+ * drop pages whether or not they reached L3; they are found again through
+ * exists). Mamba states are not handled here yet.
+ */
+#define _GNU_SOURCE
+#include "cache/controller.h"
+#include "cache/device.h"
+#include "cache/radix.h"
+#include "util/util.h"
+
+#include <hicache/store.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum pf_state { PF_NONE, PF_QUERY, PF_IO, PF_DONE };
+
+struct ctl_job {
+	struct ctl_job *next;
+	bool l3_only;
+	/* device -> host: npages ending at node (locked), their device slots */
+	struct radix_node *node;
+	size_t n;
+	uint64_t *dev;
+	/* host -> L3 */
+	struct hc_key *keys;
+	uint64_t *host;
+};
+
+struct hc_cache_req {
+	struct hc_cache *c;
+	uint32_t *tokens;
+	size_t ntokens, npages;
+	int refs; /* under c->lock */
+	struct hc_cache_req *qnext;
+	struct radix_node *lock_node; /* device lock, NULL for none */
+	struct radix_node *pin_node;  /* host pin, NULL for none */
+	size_t dev_pages, host_end;   /* device prefix; end of the host prefix */
+	struct hc_cache_req_info info;
+	struct timespec start;
+	/* prefetch */
+	enum pf_state pf;
+	bool revoked;
+	bool has_prior;
+	struct hc_key prior;
+	size_t pf_first, pf_pages, pf_done;
+	uint64_t *pf_slots;
+	struct hc_key *pf_keys;
+	/* load */
+	struct dev_copy *load;
+	uint64_t *load_dev;
+	size_t load_pages;
+	struct radix_node *load_node;
+	/* alloc */
+	uint64_t *new_slots;
+	size_t new_first, new_n;
+	bool allocated;
+};
+
+struct hc_cache {
+	struct hc_cache_opts o;
+	uint32_t ps;
+	uint64_t host_pages;
+	size_t page_bytes;
+	struct hc_pool *host_pool;
+	struct hc_slots *host_slots; /* the pool's, or own in no_data mode */
+	struct hc_slots *own_slots;
+	struct dev_tier *dev;
+	struct hc_store *store;
+	struct ctl_keyset *keyset; /* no_data L3 */
+	bool l3;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* any queue or state change */
+	struct radix_tree *tree;
+	struct radix_evict_ops ops;
+	uint16_t *host_busy;
+	bool *host_deferred;
+	uint64_t reserved;
+	struct radix_node **pend; /* nodes with a device->host backup queued */
+	size_t npend, cap_pend;
+
+	struct ctl_job *jobs, *jobs_tail;
+	size_t backups_running;
+	struct hc_cache_req *q_query, *q_io;
+	size_t pf_running;
+	bool stop;
+	bool query_done; /* the query thread has exited: no more I/O work */
+	pthread_t th_backup, th_query, th_io;
+	unsigned nthreads;
+	struct hc_cache_stats st;
+};
+
+/* ---- key set (no_data L3) ---- */
+
+struct ctl_keyset {
+	pthread_mutex_t lock;
+	struct hc_key *keys;
+	bool *used;
+	size_t cap, n;
+};
+
+int ctl_keyset_create(struct ctl_keyset **out)
+{
+	struct ctl_keyset *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->cap = 1024;
+	s->keys = calloc(s->cap, sizeof(*s->keys));
+	s->used = calloc(s->cap, sizeof(*s->used));
+	if (!s->keys || !s->used) {
+		free(s->keys);
+		free(s->used);
+		free(s);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	*out = s;
+	return 0;
+}
+
+void ctl_keyset_destroy(struct ctl_keyset *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_destroy(&s->lock);
+	free(s->keys);
+	free(s->used);
+	free(s);
+}
+
+static size_t keyset_slot(const struct hc_key *keys, const bool *used, size_t cap,
+			  const struct hc_key *k)
+{
+	uint64_t h;
+	memcpy(&h, k->bytes, sizeof(h)); /* SHA-256 bytes: already uniform */
+	size_t i = h & (cap - 1);
+	while (used[i] && memcmp(&keys[i], k, sizeof(*k)))
+		i = (i + 1) & (cap - 1);
+	return i;
+}
+
+int ctl_keyset_add(struct ctl_keyset *s, const struct hc_key *k)
+{
+	pthread_mutex_lock(&s->lock);
+	if (2 * (s->n + 1) > s->cap) {
+		size_t cap = s->cap * 2;
+		struct hc_key *keys = calloc(cap, sizeof(*keys));
+		bool *used = calloc(cap, sizeof(*used));
+		if (!keys || !used) {
+			free(keys);
+			free(used);
+			pthread_mutex_unlock(&s->lock);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < s->cap; i++) {
+			if (!s->used[i])
+				continue;
+			size_t j = keyset_slot(keys, used, cap, &s->keys[i]);
+			keys[j] = s->keys[i];
+			used[j] = true;
+		}
+		free(s->keys);
+		free(s->used);
+		s->keys = keys;
+		s->used = used;
+		s->cap = cap;
+	}
+	size_t i = keyset_slot(s->keys, s->used, s->cap, k);
+	if (!s->used[i]) {
+		s->keys[i] = *k;
+		s->used[i] = true;
+		s->n++;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+bool ctl_keyset_has(struct ctl_keyset *s, const struct hc_key *k)
+{
+	pthread_mutex_lock(&s->lock);
+	bool has = s->used[keyset_slot(s->keys, s->used, s->cap, k)];
+	pthread_mutex_unlock(&s->lock);
+	return has;
+}
+
+/* ---- L3 access (store, or the key set in no_data mode); no lock held ---- */
+
+static int64_t ctl_l3_exists(struct hc_cache *c, const struct hc_key *keys, size_t n)
+{
+	if (c->keyset) {
+		size_t i = 0;
+		while (i < n && ctl_keyset_has(c->keyset, &keys[i]))
+			i++;
+		return (int64_t)i;
+	}
+	return hc_store_exists(c->store, keys, n);
+}
+
+static int64_t ctl_l3_get(struct hc_cache *c, const struct hc_key *keys, size_t n,
+			  const uint64_t *host)
+{
+	if (c->keyset)
+		return ctl_l3_exists(c, keys, n);
+	return hc_store_get(c->store, keys, n, host, NULL);
+}
+
+static int ctl_l3_set(struct hc_cache *c, const struct hc_key *keys, size_t n,
+		      const uint64_t *host)
+{
+	if (c->keyset) {
+		for (size_t i = 0; i < n; i++) {
+			int rc = ctl_keyset_add(c->keyset, &keys[i]);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	return hc_store_set(c->store, keys, n, host, NULL);
+}
+
+/* ---- slots (c->lock held) ---- */
+
+static void ctl_host_free(struct hc_cache *c, size_t n, const uint64_t *slots)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t s = slots[i];
+		if (s == RADIX_NO_SLOT)
+			continue;
+		if (c->host_busy[s])
+			c->host_deferred[s] = true; /* an L3 set still reads it */
+		else if (hc_slots_free(c->host_slots, 1, &s))
+			log_error("cache: host slot %llu freed twice", (unsigned long long)s);
+	}
+}
+
+static void ctl_free_slots(void *arg, enum radix_tier tier, const uint64_t *slots, size_t n)
+{
+	struct hc_cache *c = arg;
+	if (tier == RADIX_DEV) {
+		c->st.evicted_dev_pages += n;
+		if (dev_free(c->dev, n, slots))
+			log_error("cache: device slots freed twice");
+	} else {
+		c->st.evicted_host_pages += n;
+		ctl_host_free(c, n, slots);
+	}
+}
+
+static void ctl_free_mamba(void *arg, enum radix_tier tier, uint64_t slot)
+{
+	(void)arg;
+	(void)tier;
+	(void)slot;
+}
+
+static int ctl_host_alloc(struct hc_cache *c, size_t n, uint64_t *out)
+{
+	uint64_t avail = hc_slots_available(c->host_slots);
+	if (avail < n)
+		radix_evict_host(c->tree, n - avail, &c->ops);
+	return hc_slots_alloc(c->host_slots, n, out);
+}
+
+static void ctl_job_free(struct ctl_job *j)
+{
+	if (!j)
+		return;
+	free(j->dev);
+	free(j->keys);
+	free(j->host);
+	free(j);
+}
+
+static void ctl_job_push(struct hc_cache *c, struct ctl_job *j)
+{
+	j->next = NULL;
+	if (c->jobs_tail)
+		c->jobs_tail->next = j;
+	else
+		c->jobs = j;
+	c->jobs_tail = j;
+	c->st.backups_pending++;
+	pthread_cond_broadcast(&c->cond);
+}
+
+/* Queue an L3 set of n host pages (busy until it ends). */
+static void ctl_queue_l3(struct hc_cache *c, const struct hc_key *keys, const uint64_t *host,
+			 size_t n)
+{
+	if (!c->l3 || n == 0)
+		return;
+	struct ctl_job *j = calloc(1, sizeof(*j));
+	if (j) {
+		j->keys = malloc(n * sizeof(*keys));
+		j->host = malloc(n * sizeof(*host));
+	}
+	if (!j || !j->keys || !j->host) {
+		ctl_job_free(j);
+		log_warn("cache: out of memory, L3 backup skipped");
+		return;
+	}
+	memcpy(j->keys, keys, n * sizeof(*keys));
+	memcpy(j->host, host, n * sizeof(*host));
+	j->n = n;
+	j->l3_only = true;
+	for (size_t i = 0; i < n; i++)
+		c->host_busy[host[i]]++;
+	ctl_job_push(c, j);
+}
+
+/* RADIX_WRITE_BACK: the tree evicts an unbacked device node; copy it to host
+ * now (synchronously: the tree needs the slots), then back it up to L3. */
+static int ctl_write_back(void *arg, const struct radix_node *node, uint64_t *host_out,
+			  uint64_t *mamba_host)
+{
+	struct hc_cache *c = arg;
+	struct radix_node_info ni;
+	struct dev_copy *ev;
+	(void)mamba_host;
+
+	radix_node_info(node, &ni);
+	if (ctl_host_alloc(c, ni.pages, host_out))
+		return -ENOSPC;
+	int rc = dev_copy_submit(c->dev, HC_COPY_D2H, ni.dev, host_out, ni.pages, &ev);
+	if (!rc) {
+		rc = dev_copy_wait(ev, UINT32_MAX);
+		dev_copy_free(ev);
+	}
+	if (rc) {
+		hc_slots_free(c->host_slots, ni.pages, host_out);
+		return rc;
+	}
+	c->st.bytes_d2h += ni.pages * c->page_bytes;
+	ctl_queue_l3(c, ni.keys, host_out, ni.pages);
+	return 0;
+}
+
+static int ctl_dev_alloc(struct hc_cache *c, size_t n, uint64_t *out)
+{
+	uint64_t avail = dev_available(c->dev);
+	if (avail < n)
+		radix_evict_device(c->tree, n - avail, &c->ops);
+	return dev_alloc(c->dev, n, out);
+}
+
+static bool ctl_pending(struct hc_cache *c, const struct radix_node *n)
+{
+	for (size_t i = 0; i < c->npend; i++)
+		if (c->pend[i] == n)
+			return true;
+	return false;
+}
+
+static void ctl_unpend(struct hc_cache *c, const struct radix_node *n)
+{
+	for (size_t i = 0; i < c->npend; i++) {
+		if (c->pend[i] == n) {
+			c->pend[i] = c->pend[--c->npend];
+			return;
+		}
+	}
+}
+
+/* Queue a device -> host backup of the npages ending at node; the job
+ * holds a device lock on node until the copy is acknowledged. */
+static void ctl_queue_backup(struct hc_cache *c, struct radix_node *node, size_t npages)
+{
+	struct radix_node_info ni;
+	radix_node_info(node, &ni);
+	if (npages == 0 || ctl_pending(c, node))
+		return;
+	if (c->npend == c->cap_pend) {
+		size_t cap = c->cap_pend ? 2 * c->cap_pend : 16;
+		struct radix_node **p = realloc(c->pend, cap * sizeof(*p));
+		if (!p)
+			return;
+		c->pend = p;
+		c->cap_pend = cap;
+	}
+	struct ctl_job *j = calloc(1, sizeof(*j));
+	if (j)
+		j->dev = malloc(npages * sizeof(*j->dev));
+	if (!j || !j->dev ||
+	    radix_path_slots(node, ni.end - npages, RADIX_DEV, j->dev) != (int64_t)npages) {
+		ctl_job_free(j);
+		return;
+	}
+	j->node = node;
+	j->n = npages;
+	radix_lock(c->tree, node);
+	c->pend[c->npend++] = node;
+	ctl_job_push(c, j);
+}
+
+/* Keys of the npages ending at node (walks up across node boundaries). */
+static void ctl_range_keys(const struct radix_node *node, size_t npages, struct hc_key *out)
+{
+	struct radix_node_info ni;
+	size_t left = npages;
+	while (left > 0 && node) {
+		radix_node_info(node, &ni);
+		size_t take = ni.pages < left ? ni.pages : left;
+		memcpy(out + left - take, ni.keys + ni.pages - take, take * sizeof(*out));
+		left -= take;
+		node = ni.parent;
+	}
+}
+
+/* ---- backup thread ---- */
+
+static void ctl_run_l3(struct hc_cache *c, struct ctl_job *j)
+{
+	int rc = 0;
+	for (size_t off = 0; off < j->n && !rc; off += CTL_BATCH) {
+		size_t n = j->n - off < CTL_BATCH ? j->n - off : CTL_BATCH;
+		rc = ctl_l3_set(c, j->keys + off, n, j->host + off);
+	}
+	pthread_mutex_lock(&c->lock);
+	if (rc)
+		log_warn("cache: L3 backup of %zu pages failed: %s", j->n, hc_strerror(rc));
+	else {
+		c->st.pages_l3_write += j->n;
+		c->st.bytes_l3_write += j->n * c->page_bytes;
+	}
+	for (size_t i = 0; i < j->n; i++) {
+		uint64_t s = j->host[i];
+		if (--c->host_busy[s] == 0 && c->host_deferred[s]) {
+			c->host_deferred[s] = false;
+			hc_slots_free(c->host_slots, 1, &s);
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void ctl_run_d2h(struct hc_cache *c, struct ctl_job *j)
+{
+	uint64_t *host = malloc(j->n * sizeof(*host));
+	bool *taken = calloc(j->n, sizeof(*taken));
+	struct dev_copy *ev = NULL;
+	int rc = host && taken ? 0 : -ENOMEM;
+
+	pthread_mutex_lock(&c->lock);
+	if (!rc)
+		rc = ctl_host_alloc(c, j->n, host);
+	pthread_mutex_unlock(&c->lock);
+	if (!rc)
+		rc = dev_copy_submit(c->dev, HC_COPY_D2H, j->dev, host, j->n, &ev);
+	if (!rc) {
+		rc = dev_copy_wait(ev, UINT32_MAX);
+		dev_copy_free(ev);
+	}
+
+	pthread_mutex_lock(&c->lock);
+	if (!rc) {
+		/* Acknowledged: the pages are on host now. */
+		int64_t got = radix_set_slots(c->tree, j->node, j->n, RADIX_HOST, host, taken);
+		for (size_t i = 0; i < j->n; i++)
+			if (got < 0 || !taken[i])
+				hc_slots_free(c->host_slots, 1, &host[i]);
+		c->st.bytes_d2h += j->n * c->page_bytes;
+		struct radix_node_info ni;
+		radix_node_info(j->node, &ni);
+		if (c->l3 && got >= 0 &&
+		    radix_path_slots(j->node, ni.end - j->n, RADIX_HOST, host) == (int64_t)j->n) {
+			struct hc_key *keys = malloc(j->n * sizeof(*keys));
+			if (keys) {
+				ctl_range_keys(j->node, j->n, keys);
+				ctl_queue_l3(c, keys, host, j->n);
+				free(keys);
+			}
+		}
+	} else if (host && rc != -ENOSPC) {
+		hc_slots_free(c->host_slots, j->n, host);
+	}
+	radix_unlock(c->tree, j->node);
+	ctl_unpend(c, j->node);
+	pthread_mutex_unlock(&c->lock);
+	free(host);
+	free(taken);
+}
+
+static void *ctl_backup_thread(void *arg)
+{
+	struct hc_cache *c = arg;
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		while (!c->jobs && !c->stop)
+			pthread_cond_wait(&c->cond, &c->lock);
+		struct ctl_job *j = c->jobs;
+		if (!j)
+			break;
+		c->jobs = j->next;
+		if (!c->jobs)
+			c->jobs_tail = NULL;
+		c->backups_running++;
+		pthread_mutex_unlock(&c->lock);
+		if (j->l3_only)
+			ctl_run_l3(c, j);
+		else
+			ctl_run_d2h(c, j);
+		ctl_job_free(j);
+		pthread_mutex_lock(&c->lock);
+		c->backups_running--;
+		c->st.backups_pending--;
+		pthread_cond_broadcast(&c->cond);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+/* ---- requests ---- */
+
+static void ctl_req_free(struct hc_cache_req *r)
+{
+	free(r->tokens);
+	free(r->pf_slots);
+	free(r->pf_keys);
+	free(r->load_dev);
+	free(r->new_slots);
+	free(r);
+}
+
+/* Drop a reference (c->lock held); true when the caller must free r. */
+static bool ctl_req_put(struct hc_cache_req *r)
+{
+	return --r->refs == 0;
+}
+
+static void ctl_pf_finish(struct hc_cache *c, struct hc_cache_req *r)
+{
+	r->pf = PF_DONE;
+	c->pf_running--;
+	pthread_cond_broadcast(&c->cond);
+}
+
+static void *ctl_query_thread(void *arg)
+{
+	struct hc_cache *c = arg;
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		while (!c->q_query && !c->stop)
+			pthread_cond_wait(&c->cond, &c->lock);
+		struct hc_cache_req *r = c->q_query;
+		if (!r)
+			break;
+		c->q_query = r->qnext;
+		bool revoked = r->revoked;
+		pthread_mutex_unlock(&c->lock);
+
+		size_t tail = r->npages - r->pf_first;
+		int64_t hits = 0;
+		r->pf_keys = revoked ? NULL : malloc(tail * sizeof(*r->pf_keys));
+		if (r->pf_keys &&
+		    hc_key_chain(r->has_prior ? &r->prior : NULL, r->tokens + r->pf_first * c->ps,
+				 tail * c->ps, c->ps, r->pf_keys, tail) == (int64_t)tail) {
+			for (size_t off = 0; off < tail; off += CTL_BATCH) {
+				size_t n = tail - off < CTL_BATCH ? tail - off : CTL_BATCH;
+				int64_t e = ctl_l3_exists(c, r->pf_keys + off, n);
+				if (e > 0)
+					hits += e;
+				if (e < (int64_t)n)
+					break;
+			}
+		}
+
+		pthread_mutex_lock(&c->lock);
+		/* Reserve at most half the host pool over all prefetches. */
+		uint64_t cap = c->host_pages / 2 > c->reserved ? c->host_pages / 2 - c->reserved : 0;
+		size_t h = (uint64_t)hits < cap ? (size_t)hits : (size_t)cap;
+		if (!r->revoked && h * c->ps >= c->o.prefetch_threshold) {
+			r->pf_slots = malloc(h * sizeof(*r->pf_slots));
+			uint64_t avail = hc_slots_available(c->host_slots);
+			if (avail < h)
+				radix_evict_host(c->tree, h - avail, &c->ops);
+			avail = hc_slots_available(c->host_slots);
+			if (avail < h)
+				h = (size_t)avail;
+			if (!r->pf_slots || h * c->ps < c->o.prefetch_threshold ||
+			    hc_slots_alloc(c->host_slots, h, r->pf_slots))
+				h = 0;
+		} else {
+			h = 0;
+		}
+		if (h) {
+			r->pf_pages = h;
+			c->reserved += h;
+			r->info.l3_pending = h * c->ps;
+			r->pf = PF_IO;
+			r->qnext = NULL;
+			struct hc_cache_req **p = &c->q_io;
+			while (*p)
+				p = &(*p)->qnext;
+			*p = r;
+			pthread_cond_broadcast(&c->cond);
+		} else {
+			ctl_pf_finish(c, r);
+			if (ctl_req_put(r))
+				ctl_req_free(r);
+		}
+	}
+	c->query_done = true;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+/* Insert pages [pf_first + off, + g) as host pages (c->lock held). */
+static bool ctl_pf_insert(struct hc_cache *c, struct hc_cache_req *r, size_t off, size_t g)
+{
+	size_t end = r->pf_first + off + g;
+	uint64_t *arr = malloc(end * sizeof(*arr));
+	struct radix_insert res;
+	if (!arr) {
+		ctl_host_free(c, g, r->pf_slots + off);
+		return false;
+	}
+	for (size_t i = 0; i < end; i++)
+		arr[i] = i < r->pf_first + off ? RADIX_NO_SLOT : r->pf_slots[i - r->pf_first];
+	int rc = radix_insert_host(c->tree, r->tokens, end * c->ps, arr, r->pf_keys, r->pf_first,
+				   &res);
+	if (rc) {
+		ctl_host_free(c, g, r->pf_slots + off);
+	} else {
+		/* Pages someone else brought in meanwhile stay ours to free. */
+		for (size_t i = r->pf_first + off; i < res.kept && i < end; i++)
+			ctl_host_free(c, 1, &arr[i]);
+		if (res.node != r->pin_node) {
+			radix_pin_host(c->tree, res.node);
+			if (r->pin_node)
+				radix_unpin_host(c->tree, r->pin_node);
+			r->pin_node = res.node;
+		}
+		r->host_end = end;
+		r->pf_done = off + g;
+		r->info.l3_tokens = r->pf_done * c->ps;
+		c->st.hit_tokens[2] += g * c->ps;
+		c->st.pages_l3_read += g;
+		c->st.bytes_l3_read += g * c->page_bytes;
+	}
+	free(arr);
+	return rc == 0;
+}
+
+static void *ctl_io_thread(void *arg)
+{
+	struct hc_cache *c = arg;
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		/* Stop only once the query thread can feed nothing more. */
+		while (!c->q_io && !(c->stop && c->query_done))
+			pthread_cond_wait(&c->cond, &c->lock);
+		struct hc_cache_req *r = c->q_io;
+		if (!r)
+			break;
+		c->q_io = r->qnext;
+		size_t off = 0;
+		while (off < r->pf_pages && !r->revoked) {
+			size_t n = r->pf_pages - off < CTL_BATCH ? r->pf_pages - off : CTL_BATCH;
+			pthread_mutex_unlock(&c->lock);
+			int64_t g = ctl_l3_get(c, r->pf_keys + off, n,
+					       r->pf_slots + off);
+			pthread_mutex_lock(&c->lock);
+			if (g <= 0 || r->revoked)
+				break;
+			bool ok = ctl_pf_insert(c, r, off, (size_t)g);
+			off += (size_t)g; /* inserted, or freed on failure */
+			if (!ok || (size_t)g < n)
+				break;
+		}
+		/* Release the whole reservation, once: unused slots go back. */
+		if (r->pf_pages > off)
+			ctl_host_free(c, r->pf_pages - off, r->pf_slots + off);
+		c->reserved -= r->pf_pages;
+		r->info.l3_pending = 0;
+		ctl_pf_finish(c, r);
+		if (ctl_req_put(r))
+			ctl_req_free(r);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+/* ---- open / close ---- */
+
+void hc_cache_opts_init(struct hc_cache_opts *o, size_t size)
+{
+	if (!o)
+		return;
+	memset(o, 0, size);
+	if (size < sizeof(*o))
+		return;
+	o->struct_size = size;
+	o->page_size = 16;
+	o->kv = (struct hc_kv_geometry){.layers = 1, .heads = 1, .head_dim = 64, .elem_bytes = 2,
+					.layout = HC_LAYOUT_PAGE_FIRST};
+	o->write_policy = HC_WRITE_THROUGH;
+	o->prefetch_threshold = 256;
+}
+
+static void ctl_stop_threads(struct hc_cache *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->stop = true;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	/* Each thread drains its queue before it exits; queries feed I/O,
+	 * and both may queue nothing for the backup thread, so join in order. */
+	if (c->nthreads > 1) {
+		pthread_join(c->th_query, NULL);
+	} else {
+		pthread_mutex_lock(&c->lock);
+		c->query_done = true;
+		pthread_mutex_unlock(&c->lock);
+	}
+	if (c->nthreads > 2)
+		pthread_join(c->th_io, NULL);
+	if (c->nthreads > 0)
+		pthread_join(c->th_backup, NULL);
+	c->nthreads = 0;
+}
+
+void hc_cache_close(struct hc_cache *c)
+{
+	if (!c)
+		return;
+	ctl_stop_threads(c);
+	radix_destroy(c->tree);
+	dev_destroy(c->dev);
+	hc_slots_destroy(c->own_slots);
+	hc_pool_destroy(c->host_pool);
+	ctl_keyset_destroy(c->keyset);
+	free(c->host_busy);
+	free(c->host_deferred);
+	free(c->pend);
+	pthread_cond_destroy(&c->cond);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
+{
+	if (!opts || !out || opts->struct_size < sizeof(*opts))
+		return util_fail(-EINVAL, "hc_cache_open: NULL argument or old opts struct");
+	*out = NULL;
+	const struct hc_cache_opts *o = opts;
+	if (o->page_size == 0)
+		return util_fail(-EINVAL, "cache: page_size must be > 0");
+	if ((unsigned)o->write_policy > HC_WRITE_BACK)
+		return util_fail(-EINVAL, "cache: unknown write_policy %d", (int)o->write_policy);
+	uint64_t dev_pages = o->device_tokens / o->page_size;
+	uint64_t host_pages = o->host_tokens / o->page_size;
+	if (dev_pages == 0 || host_pages == 0)
+		return util_fail(-EINVAL, "cache: device_tokens and host_tokens must hold a page");
+	if (o->kv.layers == 0)
+		return util_fail(-EINVAL, "cache: kv.layers must be > 0");
+
+	struct hc_cache *c = calloc(1, sizeof(*c));
+	if (!c)
+		return util_fail(-ENOMEM, "cache: out of memory");
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	c->o = *o;
+	c->ps = o->page_size;
+	c->host_pages = host_pages;
+	c->ops = (struct radix_evict_ops){.arg = c, .free_slots = ctl_free_slots,
+					  .free_mamba = ctl_free_mamba,
+					  .write_back = ctl_write_back};
+	int rc;
+	c->host_busy = calloc(host_pages, sizeof(*c->host_busy));
+	c->host_deferred = calloc(host_pages, sizeof(*c->host_deferred));
+	if (!c->host_busy || !c->host_deferred) {
+		rc = util_fail(-ENOMEM, "cache: out of memory");
+		goto err;
+	}
+	if (o->no_data) {
+		if ((rc = hc_slots_create(host_pages, &c->own_slots)))
+			goto err;
+		c->host_slots = c->own_slots;
+		if (o->store) {
+			if ((rc = ctl_keyset_create(&c->keyset))) {
+				util_fail(rc, "cache: out of memory");
+				goto err;
+			}
+			c->l3 = true;
+		}
+	} else {
+		struct hc_kv_geometry g = o->kv;
+		g.page_size = o->page_size;
+		g.pages = host_pages;
+		if ((rc = hc_pool_create_kv(&g, NULL, &c->host_pool)))
+			goto err;
+		c->host_slots = hc_pool_slots(c->host_pool);
+		c->page_bytes = hc_pool_page_bytes(c->host_pool);
+		if (o->store) {
+			rc = hc_store_register_pool(o->store, "kv", c->host_pool, true);
+			if (rc)
+				goto err;
+			c->store = o->store;
+			c->l3 = true;
+		}
+	}
+	struct dev_opts dopts = {.pages = dev_pages, .layers = o->kv.layers, .host = c->host_pool,
+				 .ops = o->copy_ops, .arg = o->copy_arg, .no_data = o->no_data};
+	if ((rc = dev_create(&dopts, &c->dev)))
+		goto err;
+	static const enum radix_write_policy wp[] = {RADIX_WRITE_THROUGH,
+						     RADIX_WRITE_THROUGH_SELECTIVE,
+						     RADIX_WRITE_BACK};
+	struct radix_opts ro = {.page_size = o->page_size, .write_policy = wp[o->write_policy]};
+	if ((rc = radix_create(&ro, &c->tree)))
+		goto err;
+	if ((rc = -pthread_create(&c->th_backup, NULL, ctl_backup_thread, c)))
+		goto err_thread;
+	c->nthreads = 1;
+	if ((rc = -pthread_create(&c->th_query, NULL, ctl_query_thread, c)))
+		goto err_thread;
+	c->nthreads = 2;
+	if ((rc = -pthread_create(&c->th_io, NULL, ctl_io_thread, c)))
+		goto err_thread;
+	c->nthreads = 3;
+	*out = c;
+	return 0;
+err_thread:
+	util_fail(rc, "cache: cannot start a background thread");
+err:
+	hc_cache_close(c);
+	return rc;
+}
+
+struct hc_pool *hc_cache_host_pool(struct hc_cache *c)
+{
+	return c ? c->host_pool : NULL;
+}
+
+size_t hc_cache_page_bytes(const struct hc_cache *c)
+{
+	return c ? c->page_bytes : 0;
+}
+
+int hc_cache_dev_write(struct hc_cache *c, uint64_t slot, const void *src, size_t len)
+{
+	if (!c || !src)
+		return util_fail(-EINVAL, "hc_cache_dev_write: NULL argument");
+	return dev_page_write(c->dev, slot, src, len);
+}
+
+int hc_cache_dev_read(struct hc_cache *c, uint64_t slot, void *dst, size_t len)
+{
+	if (!c || !dst)
+		return util_fail(-EINVAL, "hc_cache_dev_read: NULL argument");
+	return dev_page_read(c->dev, slot, dst, len);
+}
+
+/* ---- request lifecycle ---- */
+
+/* Device-lock n instead of the request's current lock node (c->lock held). */
+static void ctl_req_relock(struct hc_cache *c, struct hc_cache_req *r, struct radix_node *n)
+{
+	if (n == r->lock_node)
+		return;
+	if (n && n != radix_root(c->tree))
+		radix_lock(c->tree, n);
+	else
+		n = NULL;
+	if (r->lock_node)
+		radix_unlock(c->tree, r->lock_node);
+	r->lock_node = n;
+}
+
+/* write_through_selective: back up device nodes of the match hit twice. */
+static void ctl_selective(struct hc_cache *c, struct radix_node *n)
+{
+	struct radix_node_info ni;
+	for (; n && n != radix_root(c->tree); n = ni.parent) {
+		radix_node_info(n, &ni);
+		if (ni.dev && !ni.host && ni.hits >= 2)
+			ctl_queue_backup(c, n, ni.pages);
+	}
+}
+
+int hc_cache_match(struct hc_cache *c, const uint32_t *tokens, size_t ntokens,
+		   struct hc_cache_req **out)
+{
+	if (!c || !out || (!tokens && ntokens))
+		return util_fail(-EINVAL, "hc_cache_match: NULL argument");
+	*out = NULL;
+	struct hc_cache_req *r = calloc(1, sizeof(*r));
+	if (!r)
+		return util_fail(-ENOMEM, "cache: out of memory");
+	r->tokens = malloc((ntokens ? ntokens : 1) * sizeof(*tokens));
+	if (!r->tokens) {
+		free(r);
+		return util_fail(-ENOMEM, "cache: out of memory");
+	}
+	if (ntokens)
+		memcpy(r->tokens, tokens, ntokens * sizeof(*tokens));
+	r->c = c;
+	r->ntokens = ntokens;
+	r->npages = ntokens / c->ps;
+	r->refs = 1;
+	clock_gettime(CLOCK_MONOTONIC, &r->start);
+
+	struct radix_match m;
+	pthread_mutex_lock(&c->lock);
+	int rc = radix_match(c->tree, tokens, ntokens, &m);
+	if (rc && rc != -ENOMEM) {
+		pthread_mutex_unlock(&c->lock);
+		ctl_req_free(r);
+		return rc;
+	}
+	ctl_req_relock(c, r, m.dev_node);
+	if (m.pages) {
+		radix_pin_host(c->tree, m.last_node);
+		r->pin_node = m.last_node;
+	}
+	r->dev_pages = m.dev_pages;
+	r->host_end = m.pages;
+	r->info.dev_tokens = m.dev_pages * c->ps;
+	r->info.host_tokens = m.host_pages * c->ps;
+	c->st.requests++;
+	c->st.hit_tokens[0] += r->info.dev_tokens;
+	c->st.hit_tokens[1] += r->info.host_tokens;
+	if (c->o.write_policy == HC_WRITE_THROUGH_SELECTIVE)
+		ctl_selective(c, m.dev_node);
+	if (c->l3 && (r->npages - m.pages) * c->ps >= c->o.prefetch_threshold &&
+	    r->npages > m.pages) {
+		r->pf = PF_QUERY;
+		r->pf_first = m.pages;
+		if (m.last_key) {
+			r->prior = *m.last_key;
+			r->has_prior = true;
+		}
+		r->refs++;
+		c->pf_running++;
+		c->st.prefetches++;
+		struct hc_cache_req **p = &c->q_query;
+		while (*p)
+			p = &(*p)->qnext;
+		*p = r;
+		pthread_cond_broadcast(&c->cond);
+	}
+	pthread_mutex_unlock(&c->lock);
+	*out = r;
+	return 0;
+}
+
+void hc_cache_req_info(const struct hc_cache_req *r, struct hc_cache_req_info *out)
+{
+	if (!r || !out)
+		return;
+	pthread_mutex_lock(&r->c->lock);
+	*out = r->info;
+	pthread_mutex_unlock(&r->c->lock);
+}
+
+bool hc_cache_prefetch_done(struct hc_cache_req *r)
+{
+	pthread_mutex_lock(&r->c->lock);
+	bool done = r->pf == PF_NONE || r->pf == PF_DONE;
+	pthread_mutex_unlock(&r->c->lock);
+	return done;
+}
+
+/* c->lock held. */
+static void ctl_revoke(struct hc_cache *c, struct hc_cache_req *r)
+{
+	if ((r->pf == PF_QUERY || r->pf == PF_IO) && !r->revoked) {
+		r->revoked = true;
+		c->st.prefetch_revoked++;
+	}
+}
+
+int64_t hc_cache_prefetch_wait(struct hc_cache_req *r, enum hc_cache_stop_policy policy)
+{
+	if (!r)
+		return util_fail(-EINVAL, "hc_cache_prefetch_wait: NULL request");
+	struct hc_cache *c = r->c;
+	pthread_mutex_lock(&c->lock);
+	if (policy == HC_STOP_WAIT_COMPLETE) {
+		while (r->pf == PF_QUERY || r->pf == PF_IO)
+			pthread_cond_wait(&c->cond, &c->lock);
+	} else if (policy == HC_STOP_TIMEOUT) {
+		double secs = 2.0 + 0.1 * (double)((r->npages - r->pf_first) * c->ps) / 1024.0;
+		if (secs > 30.0)
+			secs = 30.0;
+		struct timespec dl = r->start;
+		dl.tv_sec += (time_t)secs;
+		dl.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		while (r->pf == PF_QUERY || r->pf == PF_IO) {
+			struct timespec now;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if (now.tv_sec > dl.tv_sec ||
+			    (now.tv_sec == dl.tv_sec && now.tv_nsec >= dl.tv_nsec))
+				break;
+			/* The condition uses CLOCK_REALTIME: sleep in short slices. */
+			struct timespec rt;
+			clock_gettime(CLOCK_REALTIME, &rt);
+			rt.tv_nsec += 10000000L;
+			if (rt.tv_nsec >= 1000000000L) {
+				rt.tv_sec++;
+				rt.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&c->cond, &c->lock, &rt);
+		}
+	}
+	ctl_revoke(c, r);
+	int64_t got = (int64_t)(r->pf_done * c->ps);
+	pthread_mutex_unlock(&c->lock);
+	return got;
+}
+
+int64_t hc_cache_load(struct hc_cache_req *r)
+{
+	if (!r)
+		return util_fail(-EINVAL, "hc_cache_load: NULL request");
+	struct hc_cache *c = r->c;
+	pthread_mutex_lock(&c->lock);
+	ctl_revoke(c, r);
+	if (r->load || r->allocated) {
+		pthread_mutex_unlock(&c->lock);
+		return util_fail(-EBUSY, "hc_cache_load: already loading or allocated");
+	}
+	size_t n = r->host_end - r->dev_pages;
+	if (n == 0) {
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	uint64_t *host = malloc(n * sizeof(*host));
+	uint64_t *dev = malloc(n * sizeof(*dev));
+	int rc = host && dev ? 0 : -ENOMEM;
+	if (!rc && radix_path_slots(r->pin_node, r->dev_pages, RADIX_HOST, host) != (int64_t)n) {
+		/* Someone put part of the range on device meanwhile: match again
+		 * (the pin keeps every page present) and load what is left. */
+		struct radix_match m;
+		rc = radix_match(c->tree, r->tokens, r->host_end * c->ps, &m);
+		if (!rc) {
+			ctl_req_relock(c, r, m.dev_node);
+			r->dev_pages = m.dev_pages;
+			n = r->host_end - r->dev_pages;
+			if (n && radix_path_slots(m.last_node, r->dev_pages, RADIX_HOST, host) !=
+					 (int64_t)n)
+				rc = -EIO;
+		}
+	}
+	if (!rc && n)
+		rc = ctl_dev_alloc(c, n, dev);
+	if (!rc && n) {
+		rc = dev_copy_submit(c->dev, HC_COPY_H2D, dev, host, n, &r->load);
+		if (rc)
+			dev_free(c->dev, n, dev);
+	}
+	if (rc || n == 0) {
+		free(dev);
+		dev = NULL;
+	}
+	if (!rc && n) {
+		r->load_dev = dev;
+		r->load_pages = n;
+		r->load_node = r->pin_node;
+		r->info.loaded_tokens = n * c->ps;
+		c->st.bytes_h2d += n * c->page_bytes;
+	}
+	pthread_mutex_unlock(&c->lock);
+	free(host);
+	if (rc)
+		return util_fail(rc, "hc_cache_load: %zu pages: %s", n, hc_strerror(rc));
+	return (int64_t)(n * c->ps);
+}
+
+uint32_t hc_cache_layer_ready(const struct hc_cache_req *r)
+{
+	if (!r)
+		return 0;
+	if (!r->load)
+		return r->c->o.kv.layers;
+	return dev_copy_layers_done(r->load);
+}
+
+/* Wait for the load and put its pages in the tree (keep) or drop them. */
+static int ctl_load_finish(struct hc_cache_req *r, bool keep)
+{
+	struct hc_cache *c = r->c;
+	if (!r->load)
+		return 0;
+	int rc = dev_copy_wait(r->load, UINT32_MAX);
+	bool *taken = calloc(r->load_pages, sizeof(*taken));
+	pthread_mutex_lock(&c->lock);
+	int64_t got = -1;
+	if (keep && !rc && taken)
+		got = radix_set_slots(c->tree, r->load_node, r->load_pages, RADIX_DEV, r->load_dev,
+				      taken);
+	for (size_t i = 0; i < r->load_pages; i++)
+		if (got < 0 || !taken[i])
+			dev_free(c->dev, 1, &r->load_dev[i]);
+	if (got >= 0) {
+		ctl_req_relock(c, r, r->load_node);
+		r->dev_pages += r->load_pages;
+	}
+	pthread_mutex_unlock(&c->lock);
+	free(taken);
+	dev_copy_free(r->load);
+	r->load = NULL;
+	free(r->load_dev);
+	r->load_dev = NULL;
+	if (!rc && keep && got < 0)
+		rc = (int)got;
+	return rc;
+}
+
+int hc_cache_layer_wait(struct hc_cache_req *r, uint32_t layer)
+{
+	if (!r)
+		return util_fail(-EINVAL, "hc_cache_layer_wait: NULL request");
+	if (!r->load)
+		return 0;
+	if (layer >= r->c->o.kv.layers - 1)
+		return ctl_load_finish(r, true);
+	return dev_copy_wait(r->load, layer);
+}
+
+int64_t hc_cache_req_dev_slots(struct hc_cache_req *r, uint64_t *slots, size_t max)
+{
+	if (!r)
+		return util_fail(-EINVAL, "hc_cache_req_dev_slots: NULL request");
+	struct hc_cache *c = r->c;
+	int64_t n = (int64_t)r->dev_pages;
+	if (n == 0)
+		return 0;
+	uint64_t *tmp = malloc((size_t)n * sizeof(*tmp));
+	if (!tmp)
+		return util_fail(-ENOMEM, "cache: out of memory");
+	pthread_mutex_lock(&c->lock);
+	int64_t got = radix_path_slots(r->lock_node, 0, RADIX_DEV, tmp);
+	pthread_mutex_unlock(&c->lock);
+	if (got > 0 && slots)
+		memcpy(slots, tmp, ((size_t)got < max ? (size_t)got : max) * sizeof(*tmp));
+	free(tmp);
+	return got;
+}
+
+int64_t hc_cache_alloc(struct hc_cache_req *r, size_t ntokens, uint64_t *slots, size_t max)
+{
+	if (!r)
+		return util_fail(-EINVAL, "hc_cache_alloc: NULL request");
+	struct hc_cache *c = r->c;
+	if (r->allocated)
+		return util_fail(-EBUSY, "hc_cache_alloc: called twice");
+	int rc = ctl_load_finish(r, true);
+	if (rc)
+		return util_fail(rc, "hc_cache_alloc: load failed");
+	size_t pages = ntokens / c->ps;
+	size_t n = pages > r->dev_pages ? pages - r->dev_pages : 0;
+	uint64_t *s = malloc((n ? n : 1) * sizeof(*s));
+	if (!s)
+		return util_fail(-ENOMEM, "cache: out of memory");
+	pthread_mutex_lock(&c->lock);
+	rc = n ? ctl_dev_alloc(c, n, s) : 0;
+	if (!rc) {
+		r->new_slots = s;
+		r->new_first = r->dev_pages;
+		r->new_n = n;
+		r->allocated = true;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (rc) {
+		free(s);
+		return util_fail(rc, "hc_cache_alloc: %zu device pages: %s", n, hc_strerror(rc));
+	}
+	if (slots)
+		memcpy(slots, s, (n < max ? n : max) * sizeof(*s));
+	return (int64_t)n;
+}
+
+int64_t hc_cache_insert(struct hc_cache_req *r, const uint32_t *tokens, size_t ntokens)
+{
+	if (!r || (!tokens && ntokens))
+		return util_fail(-EINVAL, "hc_cache_insert: NULL argument");
+	struct hc_cache *c = r->c;
+	size_t pages = ntokens / c->ps;
+	if (!r->allocated || pages != r->new_first + r->new_n)
+		return util_fail(-EINVAL, "hc_cache_insert: %zu pages, not as allocated", pages);
+	if (r->dev_pages &&
+	    memcmp(tokens, r->tokens, r->dev_pages * c->ps * sizeof(*tokens)) != 0)
+		return util_fail(-EINVAL, "hc_cache_insert: tokens do not extend the match");
+	uint64_t *arr = malloc((pages ? pages : 1) * sizeof(*arr));
+	if (!arr)
+		return util_fail(-ENOMEM, "cache: out of memory");
+	pthread_mutex_lock(&c->lock);
+	int64_t rc = 0;
+	if (r->new_first)
+		rc = radix_path_slots(r->lock_node, 0, RADIX_DEV, arr);
+	struct radix_insert res = {0};
+	if (rc >= 0) {
+		memcpy(arr + r->new_first, r->new_slots, r->new_n * sizeof(*arr));
+		rc = radix_insert(c->tree, tokens, ntokens, arr, &res);
+	}
+	if (rc >= 0) {
+		/* Ours among the pages the tree already had on device: free. */
+		for (size_t i = r->new_first; i < res.kept; i++)
+			dev_free(c->dev, 1, &arr[i]);
+		free(r->new_slots);
+		r->new_slots = NULL;
+		r->new_n = 0;
+		if (c->o.write_policy == HC_WRITE_THROUGH && res.new_pages)
+			ctl_queue_backup(c, res.node, res.new_pages);
+		rc = (int64_t)res.new_pages;
+	}
+	pthread_mutex_unlock(&c->lock);
+	free(arr);
+	if (rc < 0)
+		return util_fail((int)rc, "hc_cache_insert: %s", hc_strerror((int)rc));
+	return rc;
+}
+
+static void ctl_req_end(struct hc_cache_req *r, bool keep)
+{
+	if (!r)
+		return;
+	struct hc_cache *c = r->c;
+	ctl_load_finish(r, keep);
+	pthread_mutex_lock(&c->lock);
+	ctl_revoke(c, r);
+	if (r->new_n)
+		dev_free(c->dev, r->new_n, r->new_slots);
+	r->new_n = 0;
+	ctl_req_relock(c, r, NULL);
+	if (r->pin_node)
+		radix_unpin_host(c->tree, r->pin_node);
+	r->pin_node = NULL;
+	bool last = ctl_req_put(r);
+	pthread_mutex_unlock(&c->lock);
+	if (last)
+		ctl_req_free(r);
+}
+
+void hc_cache_release(struct hc_cache_req *r)
+{
+	ctl_req_end(r, true);
+}
+
+void hc_cache_abort(struct hc_cache_req *r)
+{
+	ctl_req_end(r, false);
+}
+
+/* ---- background work, eviction, statistics ---- */
+
+int hc_cache_flush(struct hc_cache *c)
+{
+	if (!c)
+		return util_fail(-EINVAL, "hc_cache_flush: NULL cache");
+	pthread_mutex_lock(&c->lock);
+	while (c->jobs || c->backups_running || c->pf_running)
+		pthread_cond_wait(&c->cond, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+int64_t hc_cache_evict_device(struct hc_cache *c, size_t ntokens)
+{
+	if (!c)
+		return util_fail(-EINVAL, "hc_cache_evict_device: NULL cache");
+	pthread_mutex_lock(&c->lock);
+	int64_t n = radix_evict_device(c->tree, (ntokens + c->ps - 1) / c->ps, &c->ops);
+	pthread_mutex_unlock(&c->lock);
+	return n < 0 ? n : n * c->ps;
+}
+
+int64_t hc_cache_evict_host(struct hc_cache *c, size_t ntokens)
+{
+	if (!c)
+		return util_fail(-EINVAL, "hc_cache_evict_host: NULL cache");
+	pthread_mutex_lock(&c->lock);
+	int64_t n = radix_evict_host(c->tree, (ntokens + c->ps - 1) / c->ps, &c->ops);
+	pthread_mutex_unlock(&c->lock);
+	return n < 0 ? n : n * c->ps;
+}
+
+int hc_cache_stats(struct hc_cache *c, struct hc_cache_stats *out)
+{
+	if (!c || !out)
+		return util_fail(-EINVAL, "hc_cache_stats: NULL argument");
+	pthread_mutex_lock(&c->lock);
+	*out = c->st;
+	out->reserved_pages = c->reserved;
+	out->dev_pages_used = dev_pages(c->dev) - dev_available(c->dev);
+	out->host_pages_used = c->host_pages - hc_slots_available(c->host_slots);
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}

@@ -1,0 +1,21 @@
+/*
+ * cache/controller — private pieces of the hierarchy controller shared
+ * with its tests: the no_data L3 key set.
+ */
+#ifndef HC_SRC_CACHE_CONTROLLER_H
+#define HC_SRC_CACHE_CONTROLLER_H
+
+#include <hicache/cache.h>
+#include <hicache/key.h>
+
+/* Chunk of one store call (the reference's STORAGE_BATCH_SIZE). */
+#define CTL_BATCH 128
+
+/* Keys "stored" in no_data mode: an open-addressing set, thread-safe. */
+struct ctl_keyset;
+int ctl_keyset_create(struct ctl_keyset **out);
+void ctl_keyset_destroy(struct ctl_keyset *s);
+int ctl_keyset_add(struct ctl_keyset *s, const struct hc_key *k);
+bool ctl_keyset_has(struct ctl_keyset *s, const struct hc_key *k);
+
+#endif
