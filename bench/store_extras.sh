@@ -22,7 +22,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
-bin=${HICACHE_BIN:-$repo/build-perf/hicache}
+bin=${HICACHE_BIN:-$repo/build/hicache}
 runs=3
 batch=32
 quick=0
@@ -45,7 +45,7 @@ while [ $# -gt 0 ]; do
 done
 case $runs in '' | *[!0-9]* | 0) echo "store_extras.sh: --runs must be a number >= 1" >&2; exit 2 ;; esac
 [ $quick = 1 ] && runs=1
-[ -x "$bin" ] || { echo "store_extras.sh: no hicache binary at $bin (build build-perf or pass --bin)" >&2; exit 1; }
+[ -x "$bin" ] || { echo "store_extras.sh: no hicache binary at $bin (make release, or pass --bin)" >&2; exit 1; }
 command -v python3 >/dev/null 2>&1 || { echo "store_extras.sh: needs python3 (JSON)" >&2; exit 1; }
 root=0
 [ "$(id -u)" = 0 ] && root=1

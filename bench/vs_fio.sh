@@ -27,7 +27,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
-bin=${HICACHE_BIN:-$repo/build-perf/hicache}
+bin=${HICACHE_BIN:-$repo/build/hicache}
 runs=3
 batch=32
 quick=0
@@ -47,7 +47,7 @@ options:
   --out FILE    also write the markdown table to FILE
   --runs N      runs per case (default 3; the median is reported)
   --batch B     pages per store call = fio iodepth = openfiles (default 32)
-  --bin PATH    the hicache binary (default $HICACHE_BIN or build-perf/hicache)
+  --bin PATH    the hicache binary (default $HICACHE_BIN or build/hicache, from make release)
   --cases LIST  SIZE:FILES pairs (default "64K:2048 512K:512 2M:256 8M:64")
   --cold-meta   drop dentries and inodes too before reads (echo 3, not 1)
   --keep        leave the files in place
@@ -81,8 +81,7 @@ esac
 # ---- tools ----
 if [ ! -x "$bin" ]; then
 	echo "vs_fio.sh: no hicache binary at $bin; build it first:" >&2
-	echo "  cmake -S $repo -B $repo/build-perf -DCMAKE_BUILD_TYPE=Release -DHC_BUILD_TESTS=OFF" \
-		"&& cmake --build $repo/build-perf -j2   (or pass --bin)" >&2
+	echo "  make release   (or pass --bin)" >&2
 	exit 1
 fi
 if ! command -v fio >/dev/null 2>&1; then
