@@ -5,12 +5,13 @@
 #   make tsan       ThreadSanitizer build of the concurrency tests
 #   make install    install the release build (PREFIX=/usr/local)
 #   make bench      foundation benchmarks, figures to stdout
+#   make demo       replay the Mooncake synthetic trace through L1, L2 and a file L3
 
 PREFIX ?= /usr/local
 JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 
-.PHONY: all release test tsan install bench clean deps
+.PHONY: all release test tsan install bench clean deps demo
 
 all: release
 
@@ -36,6 +37,11 @@ install: release
 
 bench: release
 	bash bench/run_foundation.sh
+
+# The L3 dir is temporary and removed however the replay ends.
+demo: deps release
+	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	build/hicache replay data/mooncake_synthetic_trace.jsonl --l3 file:$$d
 
 clean:
 	rm -rf build build-asan build-tsan

@@ -15,6 +15,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_fsck(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
 
 /* Print "hicache: <what>: <hc_last_error() or hc_strerror(rc)>" to stderr. */
 void cli_report(const char *what, int rc);

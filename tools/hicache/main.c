@@ -16,6 +16,8 @@ static const struct cli_command commands[] = {
 	{"fsck", "check every object of a file store; --repair removes the bad ones", cmd_fsck},
 	{"ls", "count the pages, objects and bytes of a file store, with their ages", cmd_ls},
 	{"gc", "delete the oldest pages of a file store down to a capacity", cmd_gc},
+	{"replay", "replay a Mooncake trace or a multi-turn workload through L1, L2 and L3",
+	 cmd_replay},
 };
 
 static void usage(FILE *out)

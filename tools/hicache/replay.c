@@ -1,0 +1,992 @@
+/*
+ * hicache replay: drive the cache controller (L1 device, L2 host, L3 store)
+ * with a Mooncake-format trace or a built-in multi-turn workload, and report
+ * hit tokens per tier, bytes moved, L3 throughput and a modelled TTFT.
+ *
+ *   tokens     the trace has no tokens, only chained block ids (one per
+ *              512-token block): token j of block b is fmix32(b * 512 + j),
+ *              a bijection for b < 2^23, so distinct blocks give distinct
+ *              token sequences and the cache's own prefix keys reproduce the
+ *              trace's sharing exactly. The last block covers
+ *              input_length - 512 * (n - 1) tokens. Multi-turn: token i of
+ *              client c's conversation is fmix32 of a 64-bit mix of (c, i).
+ *   pages      default 512 tokens = one trace block (smaller pages only
+ *              split blocks: more pages, same sharing, except that the full
+ *              pages of a partial last block can then hit). A page size that
+ *              does not divide 512 is allowed; pages then straddle blocks.
+ *   request    (sequential) match -> prefetch_wait(wait_complete) -> load ->
+ *              layer_wait -> [verify loaded pages] -> alloc + dev_write of the
+ *              missing full pages -> insert the full pages -> release.
+ *              Hit tokens = matched pages x page size (never more than the
+ *              input: matches are page-aligned prefixes of it).
+ *   contents   page p (tokens [p*ps, (p+1)*ps)) of a sequence is 8-byte words
+ *              w_i = s ^ (i * golden), s = splitmix64(first token << 32 | p):
+ *              cheap to write and to check, and distinct for distinct
+ *              prefixes because the first token already names (block, offset).
+ *   configs    every run replays the trace three times on fresh caches:
+ *              L1 only (the host tier then holds a single page, the minimum
+ *              the controller accepts), L1+L2, and L1+L2+L3 (skipped with
+ *              --l3 none). The summary and the top-level JSON fields are the
+ *              last configuration's.
+ *   TTFT       without cache: input / prefill rate. With cache: (input - hit)
+ *              / prefill rate + the transfer time of the hit pages: measured
+ *              (prefetch wait + load) in data mode, modelled in --no-data as
+ *              bytes / 20 GB/s for L2 hits and bytes / 5 GB/s for L3 hits.
+ */
+#define _GNU_SOURCE
+#include "commands.h"
+
+#include <hicache/cache.h>
+#include <hicache/config.h>
+#include <hicache/hicache.h>
+#include <hicache/store.h>
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TRACE_BLOCK 512u
+#define REPLAY_LINE_MAX (64u << 20) /* a line longer than this is not a trace */
+#define PROGRESS_NS 100000000ull
+/* Modelled bandwidths for --no-data TTFT (bytes per second). */
+#define MODEL_H2D_BPS 20e9
+#define MODEL_L3_BPS 5e9
+
+enum l3_kind { L3_NONE, L3_MEM, L3_FILE };
+
+struct replay_args {
+	const char *trace;
+	bool sequential;
+	bool no_data;
+	bool json;
+	bool multiturn;
+	uint32_t page_tokens;
+	uint64_t l1_tokens, l2_tokens; /* UINT64_MAX: unlimited */
+	enum l3_kind l3;
+	const char *l3_dir; /* L3_FILE; NULL: a temporary dir */
+	uint64_t kv_bytes; /* per token, all layers */
+	double prefill_tps;
+	uint64_t clients, rounds, request_tokens, output_tokens;
+};
+
+/* One request: either trace blocks or a prefix of a multi-turn stream. */
+struct request {
+	uint64_t input;
+	uint64_t output;
+	const uint64_t *blocks; /* trace: ceil(input / 512) ids; NULL: multi-turn */
+	uint64_t stream;        /* multi-turn: the client */
+};
+
+struct workload {
+	struct request *req;
+	size_t n, cap;
+	uint64_t *ids;
+	size_t nids, ids_cap;
+	uint64_t total_input, max_input; /* tokens inserted (input, + output in multi-turn) */
+};
+
+struct result {
+	const char *name;
+	uint64_t requests, input_tokens, skipped;
+	uint64_t hit[3];
+	uint64_t verified, corrupt;
+	uint64_t bytes_h2d, bytes_d2h, bytes_l3_read, bytes_l3_write;
+	double l3_seconds; /* time spent waiting for prefetches that read L3 */
+	double seconds;
+	double ttft[3];    /* p50, p90, p99 with the cache (seconds) */
+	double ttft_no[3]; /* the same without */
+};
+
+/* ---- token and page content synthesis ---- */
+
+static inline uint32_t fmix32(uint32_t h)
+{
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h;
+}
+
+static inline uint64_t splitmix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* The tokens a request inserts: its input, and for a multi-turn request
+ * also its output (the next round's prompt contains it, as a server's
+ * decode would have cached it). Trace outputs are unknown: input only. */
+static uint64_t insert_len(const struct request *r)
+{
+	return r->blocks ? r->input : r->input + r->output;
+}
+
+static void gen_tokens(const struct request *r, uint32_t *tok)
+{
+	if (r->blocks) {
+		for (uint64_t i = 0; i < r->input; i++) {
+			uint64_t b = r->blocks[i / TRACE_BLOCK];
+			/* b < 2^23 keeps b * 512 + j injective in 32 bits; beyond
+			 * that the mix of a 64-bit value is used (collisions then
+			 * only as likely as any 32-bit hash collision). */
+			uint64_t x = b * TRACE_BLOCK + i % TRACE_BLOCK;
+			tok[i] = x >> 32 ? (uint32_t)splitmix64(x) : fmix32((uint32_t)x);
+		}
+	} else {
+		uint64_t s = splitmix64(r->stream + 1);
+		for (uint64_t i = 0; i < insert_len(r); i++)
+			tok[i] = (uint32_t)splitmix64(s + i);
+	}
+}
+
+static void fill_page(uint8_t *dst, size_t len, uint32_t first, uint64_t page)
+{
+	uint64_t s = splitmix64((uint64_t)first << 32 | (page & 0xffffffffu));
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		uint64_t w = s ^ ((i / 8) * 0x9e3779b97f4a7c15ull);
+		memcpy(dst + i, &w, 8);
+	}
+	if (i < len) {
+		uint64_t w = s ^ ((i / 8) * 0x9e3779b97f4a7c15ull);
+		memcpy(dst + i, &w, len - i);
+	}
+}
+
+/* ---- workload ---- */
+
+static int wl_push_req(struct workload *w, const struct request *r)
+{
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 1024;
+		struct request *p = realloc(w->req, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		w->req = p;
+		w->cap = cap;
+	}
+	w->req[w->n++] = *r;
+	w->total_input += insert_len(r);
+	if (insert_len(r) > w->max_input)
+		w->max_input = insert_len(r);
+	return 0;
+}
+
+static int wl_push_id(struct workload *w, uint64_t id)
+{
+	if (w->nids == w->ids_cap) {
+		size_t cap = w->ids_cap ? w->ids_cap * 2 : 65536;
+		uint64_t *p = realloc(w->ids, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		w->ids = p;
+		w->ids_cap = cap;
+	}
+	w->ids[w->nids++] = id;
+	return 0;
+}
+
+static void wl_free(struct workload *w)
+{
+	free(w->req);
+	free(w->ids);
+}
+
+static bool json_u64(const cJSON *o, const char *name, uint64_t max, uint64_t *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+	if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > (double)max ||
+	    v->valuedouble != (double)(uint64_t)v->valuedouble)
+		return false;
+	*out = (uint64_t)v->valuedouble;
+	return true;
+}
+
+/* Returns 0, 1 (a bad line or I/O error, said). Block ids are stored as
+ * offsets into w->ids first (the array moves while it grows), then fixed. */
+static int load_trace(const char *path, struct workload *w)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0, lineno = 0;
+	ssize_t len;
+	int ret = 1;
+
+	if (!f) {
+		fprintf(stderr, "hicache replay: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	while ((len = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		if (strspn(line, " \t\r\n") == (size_t)len)
+			continue; /* blank lines (a trailing newline) are not requests */
+		cJSON *o = cJSON_ParseWithLength(line, (size_t)len);
+		const char *what = NULL;
+		struct request r = {0};
+		uint64_t ts;
+		if (!o || !cJSON_IsObject(o))
+			what = "not a JSON object";
+		else if (!json_u64(o, "input_length", 1ull << 40, &r.input) || r.input == 0)
+			what = "input_length must be an integer >= 1";
+		else if (!json_u64(o, "output_length", 1ull << 40, &r.output))
+			what = "output_length must be an integer >= 0";
+		else if (cJSON_GetObjectItemCaseSensitive(o, "timestamp") &&
+			 !json_u64(o, "timestamp", UINT64_MAX >> 11, &ts))
+			what = "timestamp must be an integer >= 0";
+		if (!what) {
+			const cJSON *ids = cJSON_GetObjectItemCaseSensitive(o, "hash_ids");
+			uint64_t want = (r.input + TRACE_BLOCK - 1) / TRACE_BLOCK;
+			const cJSON *id;
+			if (!cJSON_IsArray(ids)) {
+				what = "hash_ids must be an array";
+			} else if ((uint64_t)cJSON_GetArraySize(ids) != want) {
+				what = "hash_ids must hold ceil(input_length / 512) ids";
+			} else {
+				r.blocks = (const uint64_t *)(uintptr_t)w->nids;
+				cJSON_ArrayForEach(id, ids) {
+					if (!cJSON_IsNumber(id) || id->valuedouble < 0 ||
+					    id->valuedouble > 9007199254740992.0 ||
+					    id->valuedouble != (double)(uint64_t)id->valuedouble) {
+						what = "hash_ids must be integers >= 0";
+						break;
+					}
+					if (wl_push_id(w, (uint64_t)id->valuedouble)) {
+						what = "out of memory";
+						break;
+					}
+				}
+			}
+		}
+		cJSON_Delete(o);
+		if (!what && wl_push_req(w, &r))
+			what = "out of memory";
+		if (what) {
+			fprintf(stderr, "hicache replay: %s:%zu: %s\n", path, lineno, what);
+			goto out;
+		}
+	}
+	if (ferror(f)) {
+		fprintf(stderr, "hicache replay: %s: %s\n", path, strerror(errno));
+		goto out;
+	}
+	if (w->n == 0) {
+		fprintf(stderr, "hicache replay: %s: no requests\n", path);
+		goto out;
+	}
+	for (size_t i = 0; i < w->n; i++)
+		w->req[i].blocks = w->ids + (uintptr_t)w->req[i].blocks;
+	ret = 0;
+out:
+	free(line);
+	fclose(f);
+	return ret;
+}
+
+/* Like SGLang's multi-turn benchmark: round k of client c sends its whole
+ * conversation so far (k requests and k outputs) plus N new tokens; rounds
+ * are interleaved across clients (round 0 of every client, then round 1 ...). */
+static int gen_multiturn(const struct replay_args *a, struct workload *w)
+{
+	for (uint64_t k = 0; k < a->rounds; k++) {
+		for (uint64_t c = 0; c < a->clients; c++) {
+			struct request r = {
+				.input = k * (a->request_tokens + a->output_tokens) +
+					 a->request_tokens,
+				.output = a->output_tokens,
+				.stream = c,
+			};
+			if (wl_push_req(w, &r))
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* ---- helpers ---- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static void percentiles(double *v, size_t n, double out[3])
+{
+	static const double q[3] = {0.50, 0.90, 0.99};
+
+	qsort(v, n, sizeof(*v), cmp_double);
+	for (int i = 0; i < 3; i++) {
+		size_t k = n ? (size_t)(q[i] * (double)(n - 1) + 0.5) : 0;
+		out[i] = n ? v[k] : 0;
+	}
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+static int open_store(const struct replay_args *a, const char *dir, struct hc_store **out)
+{
+	struct hc_config *cfg = NULL;
+	struct hc_store_opts opts;
+	char json[4096];
+	int rc;
+
+	*out = NULL;
+	/* No cleaner: nothing may disappear under a replay. */
+	if (a->l3 == L3_FILE && !a->no_data) {
+		cJSON *o = cJSON_CreateObject(), *dirs = cJSON_AddArrayToObject(o, "dirs");
+		cJSON_AddItemToArray(dirs, cJSON_CreateString(dir));
+		cJSON_AddNumberToObject(o, "l3_cleaner_interval_s", 0);
+		if (!cJSON_PrintPreallocated(o, json, sizeof(json), false)) {
+			cJSON_Delete(o);
+			fprintf(stderr, "hicache replay: --l3 dir too long\n");
+			return -EINVAL;
+		}
+		cJSON_Delete(o);
+	} else {
+		snprintf(json, sizeof(json), "{}");
+	}
+	if ((rc = hc_config_create(json, &cfg))) {
+		cli_report("replay: store config", rc);
+		return rc;
+	}
+	hc_store_opts_init(&opts, sizeof(opts));
+	/* In --no-data mode the cache keeps L3 as a key set and never calls the
+	 * store; a mem store only says that there is an L3. */
+	opts.backend = a->l3 == L3_FILE && !a->no_data ? "file" : "mem";
+	opts.config = cfg;
+	opts.model = "replay";
+	rc = hc_store_open(&opts, out);
+	hc_config_destroy(cfg);
+	if (rc)
+		cli_report("replay: opening the store", rc);
+	return rc;
+}
+
+/* ---- one configuration ---- */
+
+struct progress {
+	bool on;
+	uint64_t last;
+	bool printed;
+};
+
+static void progress_draw(struct progress *p, const char *name, size_t i, size_t n)
+{
+	uint64_t t = now_ns();
+	if (!p->on || (i < n && t - p->last < PROGRESS_NS))
+		return;
+	p->last = t;
+	p->printed = true;
+	fprintf(stderr, "\r%-10s %zu/%zu requests (%.0f%%)  ", name, i, n,
+		n ? 100.0 * (double)i / (double)n : 100.0);
+}
+
+struct replay_buf {
+	uint32_t *tok;
+	uint64_t *slots;
+	uint8_t *page, *want;
+	double *ttft, *ttft_no;
+};
+
+/* Returns 0, or a negative errno (said). */
+static int replay_one(const struct replay_args *a, const struct workload *w, uint64_t l1,
+		      uint64_t l2, struct hc_store *store, struct replay_buf *b, struct result *res)
+{
+	struct hc_cache_opts o;
+	struct hc_cache *c = NULL;
+	struct progress prog = {.on = isatty(STDERR_FILENO)};
+	uint32_t ps = a->page_tokens;
+	uint64_t t_start = now_ns();
+	int rc;
+
+	hc_cache_opts_init(&o, sizeof(o));
+	o.page_size = ps;
+	/* The MLA layout stores one latent buffer per layer: two layers of
+	 * kv_bytes / 2 one-byte elements per token give exactly kv_bytes. */
+	o.kv.layers = 2;
+	o.kv.heads = 1;
+	o.kv.head_dim = (uint32_t)(a->kv_bytes / 2);
+	o.kv.elem_bytes = 1;
+	o.kv.mla = true;
+	o.kv.layout = HC_LAYOUT_LAYER_FIRST;
+	o.device_tokens = l1;
+	o.host_tokens = l2;
+	/* Any L3 prefix of a page is worth fetching in a replay. */
+	o.prefetch_threshold = ps;
+	o.store = store;
+	o.no_data = a->no_data;
+	if ((rc = hc_cache_open(&o, &c))) {
+		cli_report("replay: opening the cache", rc);
+		return rc;
+	}
+	size_t pbytes = hc_cache_page_bytes(c);
+	size_t maxpages = w->max_input / ps + 1;
+
+	for (size_t i = 0; i < w->n; i++) {
+		const struct request *r = &w->req[i];
+		struct hc_cache_req *req = NULL;
+		struct hc_cache_req_info info;
+		uint64_t t0, xfer_ns = 0, hit_pages;
+
+		progress_draw(&prog, res->name, i, w->n);
+		gen_tokens(r, b->tok);
+		if ((rc = hc_cache_match(c, b->tok, r->input, &req))) {
+			cli_report("replay: match", rc);
+			goto out;
+		}
+		t0 = now_ns();
+		hc_cache_prefetch_wait(req, HC_STOP_WAIT_COMPLETE);
+		hc_cache_req_info(req, &info);
+		/* Only real reads have a throughput. */
+		if (info.l3_tokens && !a->no_data)
+			res->l3_seconds += (double)(now_ns() - t0) / 1e9;
+		int64_t loaded = hc_cache_load(req);
+		if (loaded == -ENOSPC) {
+			/* Device nodes stay locked until their backup to host is
+			 * acknowledged; with real copies the backup queue can hold
+			 * the whole device. A sequential engine would wait: so do. */
+			hc_cache_flush(c);
+			loaded = hc_cache_load(req);
+		}
+		if (loaded == -ENOSPC) {
+			/* The device cannot hold this request's prefix: it runs
+			 * without the cache (counted, not an error). */
+			res->skipped++;
+			hc_cache_abort(req);
+			memset(&info, 0, sizeof(info));
+			hit_pages = 0;
+			goto account;
+		}
+		if (loaded < 0) {
+			rc = (int)loaded;
+			cli_report("replay: load", rc);
+			hc_cache_abort(req);
+			goto out;
+		}
+		if ((rc = hc_cache_layer_wait(req, UINT32_MAX))) {
+			cli_report("replay: layer wait", rc);
+			hc_cache_abort(req);
+			goto out;
+		}
+		xfer_ns = now_ns() - t0;
+		uint64_t dev_pages = info.dev_tokens / ps;
+		hit_pages = (info.dev_tokens + info.host_tokens + info.l3_tokens) / ps;
+		if (!a->no_data && loaded > 0) {
+			int64_t n = hc_cache_req_dev_slots(req, b->slots, maxpages);
+			for (int64_t p = (int64_t)dev_pages; p < n && (uint64_t)p < hit_pages;
+			     p++) {
+				fill_page(b->want, pbytes, b->tok[p * ps], (uint64_t)p);
+				if (hc_cache_dev_read(c, b->slots[p], b->page, pbytes) ||
+				    memcmp(b->page, b->want, pbytes))
+					res->corrupt++;
+				else
+					res->verified++;
+			}
+		}
+		uint64_t full = insert_len(r) / ps;
+		if (full > hit_pages) {
+			int64_t n = hc_cache_alloc(req, full * ps, b->slots, maxpages);
+			if (n == -ENOSPC) {
+				hc_cache_flush(c); /* as for the load */
+				n = hc_cache_alloc(req, full * ps, b->slots, maxpages);
+			}
+			if (n == -ENOSPC) {
+				res->skipped++;
+				hc_cache_abort(req);
+				goto account;
+			}
+			if (n < 0) {
+				rc = (int)n;
+				cli_report("replay: alloc", rc);
+				hc_cache_abort(req);
+				goto out;
+			}
+			if (!a->no_data) {
+				uint64_t first = full - (uint64_t)n;
+				for (int64_t k = 0; k < n; k++) {
+					uint64_t p = first + (uint64_t)k;
+					fill_page(b->page, pbytes, b->tok[p * ps], p);
+					if ((rc = hc_cache_dev_write(c, b->slots[k], b->page,
+								     pbytes))) {
+						cli_report("replay: device write", rc);
+						hc_cache_abort(req);
+						goto out;
+					}
+				}
+			}
+			int64_t ins = hc_cache_insert(req, b->tok, full * ps);
+			if (ins < 0) {
+				rc = (int)ins;
+				cli_report("replay: insert", rc);
+				hc_cache_abort(req);
+				goto out;
+			}
+		}
+		hc_cache_release(req);
+account:;
+		uint64_t hit = hit_pages * ps < r->input ? hit_pages * ps : r->input;
+		res->requests++;
+		res->input_tokens += r->input;
+		res->hit[0] += info.dev_tokens;
+		res->hit[1] += info.host_tokens;
+		res->hit[2] += info.l3_tokens;
+		double xfer = a->no_data ?
+			(double)(info.host_tokens * a->kv_bytes) / MODEL_H2D_BPS +
+			(double)(info.l3_tokens * a->kv_bytes) / MODEL_L3_BPS :
+			(double)xfer_ns / 1e9;
+		b->ttft[i] = (double)(r->input - hit) / a->prefill_tps + xfer;
+		b->ttft_no[i] = (double)r->input / a->prefill_tps;
+	}
+	progress_draw(&prog, res->name, w->n, w->n);
+	if (prog.printed)
+		fputc('\n', stderr);
+	/* Backups still queued are part of the run's work (and its bytes). */
+	hc_cache_flush(c);
+	res->seconds = (double)(now_ns() - t_start) / 1e9;
+
+	struct hc_cache_stats st;
+	hc_cache_stats(c, &st);
+	if (a->no_data) {
+		/* No bytes move: model them from the tokens each tier served. */
+		res->bytes_h2d = (res->hit[1] + res->hit[2]) * a->kv_bytes;
+		res->bytes_l3_read = res->hit[2] * a->kv_bytes;
+		res->bytes_l3_write = st.pages_l3_write * ps * a->kv_bytes;
+		res->bytes_d2h = 0;
+	} else {
+		res->bytes_h2d = st.bytes_h2d;
+		res->bytes_d2h = st.bytes_d2h;
+		res->bytes_l3_read = st.bytes_l3_read;
+		res->bytes_l3_write = st.bytes_l3_write;
+	}
+	percentiles(b->ttft, w->n, res->ttft);
+	percentiles(b->ttft_no, w->n, res->ttft_no);
+	rc = 0;
+out:
+	if (prog.printed && rc)
+		fputc('\n', stderr);
+	hc_cache_close(c);
+	return rc;
+}
+
+/* ---- output ---- */
+
+static double hit_rate(const struct result *r)
+{
+	return r->input_tokens ?
+		(double)(r->hit[0] + r->hit[1] + r->hit[2]) / (double)r->input_tokens : 0;
+}
+
+static double l3_gbps(const struct result *r)
+{
+	return r->l3_seconds > 0 ? (double)r->bytes_l3_read / r->l3_seconds / 1e9 : 0;
+}
+
+static void json_result(cJSON *o, const struct result *r, bool no_data)
+{
+	cJSON_AddStringToObject(o, "name", r->name);
+	cJSON_AddNumberToObject(o, "requests", (double)r->requests);
+	cJSON_AddNumberToObject(o, "input_tokens", (double)r->input_tokens);
+	cJSON *h = cJSON_AddObjectToObject(o, "hit_tokens");
+	cJSON_AddNumberToObject(h, "l1", (double)r->hit[0]);
+	cJSON_AddNumberToObject(h, "l2", (double)r->hit[1]);
+	cJSON_AddNumberToObject(h, "l3", (double)r->hit[2]);
+	cJSON_AddNumberToObject(o, "hit_rate", hit_rate(r));
+	cJSON_AddNumberToObject(o, "skipped_requests", (double)r->skipped);
+	cJSON_AddNumberToObject(o, "verified_pages", (double)r->verified);
+	cJSON_AddNumberToObject(o, "corrupt_pages", (double)r->corrupt);
+	cJSON *b = cJSON_AddObjectToObject(o, "bytes");
+	cJSON_AddBoolToObject(b, "modelled", no_data);
+	cJSON_AddNumberToObject(b, "l2_to_l1", (double)r->bytes_h2d);
+	cJSON_AddNumberToObject(b, "l1_to_l2", (double)r->bytes_d2h);
+	cJSON_AddNumberToObject(b, "l3_read", (double)r->bytes_l3_read);
+	cJSON_AddNumberToObject(b, "l3_write", (double)r->bytes_l3_write);
+	cJSON_AddNumberToObject(o, "l3_read_gbps", l3_gbps(r));
+	cJSON_AddNumberToObject(o, "seconds", r->seconds);
+	cJSON *t = cJSON_AddObjectToObject(o, "ttft_s");
+	cJSON_AddNumberToObject(t, "p50", r->ttft[0]);
+	cJSON_AddNumberToObject(t, "p90", r->ttft[1]);
+	cJSON_AddNumberToObject(t, "p99", r->ttft[2]);
+	t = cJSON_AddObjectToObject(o, "ttft_no_cache_s");
+	cJSON_AddNumberToObject(t, "p50", r->ttft_no[0]);
+	cJSON_AddNumberToObject(t, "p90", r->ttft_no[1]);
+	cJSON_AddNumberToObject(t, "p99", r->ttft_no[2]);
+}
+
+static int print_json(const struct replay_args *a, const struct result *res, size_t n)
+{
+	cJSON *o = cJSON_CreateObject();
+	json_result(o, &res[n - 1], a->no_data);
+	cJSON_AddStringToObject(o, "mode", a->no_data ? "no_data" : "data");
+	cJSON_AddNumberToObject(o, "page_tokens", a->page_tokens);
+	cJSON_AddNumberToObject(o, "kv_bytes_per_token", (double)a->kv_bytes);
+	cJSON_AddNumberToObject(o, "prefill_tokens_per_s", a->prefill_tps);
+	cJSON *cf = cJSON_AddArrayToObject(o, "configs");
+	for (size_t i = 0; i < n; i++) {
+		cJSON *x = cJSON_CreateObject();
+		json_result(x, &res[i], a->no_data);
+		cJSON_AddItemToArray(cf, x);
+	}
+	char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!s)
+		return 1;
+	printf("%s\n", s);
+	free(s);
+	return 0;
+}
+
+static void print_human(const struct replay_args *a, const struct result *res, size_t n)
+{
+	const struct result *r = &res[n - 1];
+
+	printf("mode %s, page %u tokens, %" PRIu64 " KV bytes/token, prefill %.0f tokens/s\n",
+	       a->no_data ? "no-data (bytes and transfer times modelled)" : "data",
+	       a->page_tokens, a->kv_bytes, a->prefill_tps);
+	printf("requests %" PRIu64 ", input tokens %" PRIu64 "\n", r->requests,
+	       r->input_tokens);
+	printf("verified pages %" PRIu64 ", corrupt pages %" PRIu64 "\n\n", r->verified,
+	       r->corrupt);
+	printf("%-10s %8s %12s %12s %12s %9s %9s %9s %8s %8s %8s %8s %7s\n", "config",
+	       "hit rate", "L1 hit", "L2 hit", "L3 hit", "L2->L1 MB", "L3 rd MB", "L3 wr MB",
+	       "L3 GB/s", "TTFT p50", "p90", "p99", "secs");
+	for (size_t i = 0; i < n; i++) {
+		const struct result *x = &res[i];
+		printf("%-10s %8.4f %12" PRIu64 " %12" PRIu64 " %12" PRIu64
+		       " %9.1f %9.1f %9.1f %8.2f %8.3f %8.3f %8.3f %7.2f\n",
+		       x->name, hit_rate(x), x->hit[0], x->hit[1], x->hit[2],
+		       (double)x->bytes_h2d / 1e6, (double)x->bytes_l3_read / 1e6,
+		       (double)x->bytes_l3_write / 1e6, l3_gbps(x), x->ttft[0], x->ttft[1],
+		       x->ttft[2], x->seconds);
+	}
+	printf("%-10s %8.4f %12s %12s %12s %9s %9s %9s %8s %8.3f %8.3f %8.3f\n", "no cache", 0.0,
+	       "-", "-", "-", "-", "-", "-", "-", r->ttft_no[0], r->ttft_no[1], r->ttft_no[2]);
+	for (size_t i = 0; i < n; i++)
+		if (res[i].skipped)
+			printf("%s: %" PRIu64 " requests did not fit on the device (no cache)\n",
+			       res[i].name, res[i].skipped);
+}
+
+/* ---- arguments ---- */
+
+static void replay_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: hicache replay TRACE [options]\n"
+		"       hicache replay --multiturn [--clients C] [--rounds R]\n"
+		"                      [--request-tokens N] [--output-tokens M] [options]\n"
+		"\n"
+		"Replays a Mooncake trace (JSONL: timestamp, input_length, output_length,\n"
+		"hash_ids with one chained id per 512-token block) through the cache, three\n"
+		"times: L1 only, L1+L2, L1+L2+L3 (fresh caches), and reports hit tokens per\n"
+		"tier, bytes moved, L3 read GB/s and TTFT percentiles with and without the\n"
+		"cache. Token j of block b is fmix32(b*512 + j). Requests run one after the\n"
+		"other in trace order (match, prefetch wait, load, compute, insert, release).\n"
+		"\n"
+		"options:\n"
+		"      --sequential         trace order, one request at a time (the default and\n"
+		"                           only mode)\n"
+		"      --no-data            metadata only: no bytes move; bytes and transfer\n"
+		"                           times are modelled (L2 20 GB/s, L3 5 GB/s)\n"
+		"      --page-tokens N      tokens per page (default 512 = one trace block)\n"
+		"      --l1-tokens N|unlimited   device capacity (default 1000000)\n"
+		"      --l2-tokens N|unlimited   host capacity (default 4000000); write-through\n"
+		"                           keeps device pages on host too, so L2 should be\n"
+		"                           larger than L1 to add anything\n"
+		"      --l3 none|mem|file:DIR    L3 store (default file:<temporary dir>, removed\n"
+		"                           at exit)\n"
+		"      --kv-bytes-per-token N    KV bytes per token, even (default 128: 2 layers\n"
+		"                           of 64 bytes)\n"
+		"      --prefill-tokens-per-s R  modelled prefill rate (default 10000)\n"
+		"      --multiturn          built-in multi-turn workload instead of TRACE:\n"
+		"                           round k of client c sends its conversation so far\n"
+		"                           plus N tokens; rounds interleave across clients\n"
+		"      --clients C --rounds R --request-tokens N --output-tokens M\n"
+		"                           (defaults 8, 4, 1024, 256)\n"
+		"      --json               print one JSON object\n"
+		"  -h, --help               print this help and exit\n"
+		"\n"
+		"unlimited = the workload's total input tokens (in data mode that many tokens\n"
+		"of memory per tier). The L1-only run gives the host tier one page, the least\n"
+		"the controller accepts. With --no-data any --l3 other than none is a key set\n"
+		"inside the cache (no store I/O). L3 GB/s = bytes read from L3 / time spent in\n"
+		"prefetch waits that got L3 pages (data mode only). Data mode checks every page\n"
+		"loaded from L2 or L3 against its expected bytes (verified/corrupt pages).\n"
+		"A progress line is drawn on stderr when it is a terminal.\n"
+		"exit status: 0 ok, 1 a failure or a corrupt page, 2 bad usage\n");
+}
+
+static bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!s || !*s)
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		unsigned d = (unsigned)(*s - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	if (v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int bad_value(const char *opt, const char *val, const char *want)
+{
+	fprintf(stderr, "hicache replay: --%s '%s' is not %s\n", opt, val, want);
+	return 2;
+}
+
+enum {
+	OPT_SEQUENTIAL = 256,
+	OPT_NO_DATA,
+	OPT_PAGE_TOKENS,
+	OPT_L1,
+	OPT_L2,
+	OPT_L3,
+	OPT_KV_BYTES,
+	OPT_PREFILL,
+	OPT_JSON,
+	OPT_MULTITURN,
+	OPT_CLIENTS,
+	OPT_ROUNDS,
+	OPT_REQ_TOKENS,
+	OPT_OUT_TOKENS,
+};
+
+static int parse_args(int argc, char **argv, struct replay_args *a)
+{
+	static const struct option longopts[] = {
+		{"sequential", no_argument, NULL, OPT_SEQUENTIAL},
+		{"no-data", no_argument, NULL, OPT_NO_DATA},
+		{"page-tokens", required_argument, NULL, OPT_PAGE_TOKENS},
+		{"l1-tokens", required_argument, NULL, OPT_L1},
+		{"l2-tokens", required_argument, NULL, OPT_L2},
+		{"l3", required_argument, NULL, OPT_L3},
+		{"kv-bytes-per-token", required_argument, NULL, OPT_KV_BYTES},
+		{"prefill-tokens-per-s", required_argument, NULL, OPT_PREFILL},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"multiturn", no_argument, NULL, OPT_MULTITURN},
+		{"clients", required_argument, NULL, OPT_CLIENTS},
+		{"rounds", required_argument, NULL, OPT_ROUNDS},
+		{"request-tokens", required_argument, NULL, OPT_REQ_TOKENS},
+		{"output-tokens", required_argument, NULL, OPT_OUT_TOKENS},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	uint64_t v;
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		const char *arg = optarg;
+		switch (c) {
+		case OPT_SEQUENTIAL:
+			a->sequential = true;
+			break;
+		case OPT_NO_DATA:
+			a->no_data = true;
+			break;
+		case OPT_JSON:
+			a->json = true;
+			break;
+		case OPT_MULTITURN:
+			a->multiturn = true;
+			break;
+		case OPT_PAGE_TOKENS:
+			if (!parse_u64(arg, 1, 1u << 20, &v))
+				return bad_value("page-tokens", arg, "a number in 1..1048576");
+			a->page_tokens = (uint32_t)v;
+			break;
+		case OPT_L1:
+		case OPT_L2:
+			if (!strcmp(arg, "unlimited"))
+				v = UINT64_MAX;
+			else if (!parse_u64(arg, 1, UINT64_MAX / 2, &v))
+				return bad_value(c == OPT_L1 ? "l1-tokens" : "l2-tokens", arg,
+						 "a number >= 1 or 'unlimited'");
+			*(c == OPT_L1 ? &a->l1_tokens : &a->l2_tokens) = v;
+			break;
+		case OPT_L3:
+			if (!strcmp(arg, "none")) {
+				a->l3 = L3_NONE;
+			} else if (!strcmp(arg, "mem")) {
+				a->l3 = L3_MEM;
+			} else if (!strncmp(arg, "file:", 5) && arg[5]) {
+				a->l3 = L3_FILE;
+				a->l3_dir = arg + 5;
+			} else {
+				return bad_value("l3", arg, "none, mem or file:DIR");
+			}
+			break;
+		case OPT_KV_BYTES:
+			if (!parse_u64(arg, 2, 1u << 24, &v) || v % 2)
+				return bad_value("kv-bytes-per-token", arg,
+						 "an even number in 2..16777216");
+			a->kv_bytes = v;
+			break;
+		case OPT_PREFILL: {
+			char *end;
+			errno = 0;
+			a->prefill_tps = strtod(arg, &end);
+			if (errno || *end || end == arg || !(a->prefill_tps > 0))
+				return bad_value("prefill-tokens-per-s", arg, "a rate > 0");
+			break;
+		}
+		case OPT_CLIENTS:
+		case OPT_ROUNDS:
+		case OPT_REQ_TOKENS:
+		case OPT_OUT_TOKENS: {
+			static const char *const names[] = {"clients", "rounds", "request-tokens",
+							    "output-tokens"};
+			uint64_t *dst[] = {&a->clients, &a->rounds, &a->request_tokens,
+					   &a->output_tokens};
+			int k = c - OPT_CLIENTS;
+			if (!parse_u64(arg, c == OPT_OUT_TOKENS ? 0 : 1, 1u << 24, &v))
+				return bad_value(names[k], arg, "a number in range");
+			*dst[k] = v;
+			break;
+		}
+		case 'h':
+			replay_usage(stdout);
+			return -1;
+		default:
+			if (optopt)
+				fprintf(stderr, "hicache replay: bad or incomplete option '-%c'\n",
+					optopt);
+			else
+				fprintf(stderr, "hicache replay: bad option '%s'\n",
+					argv[optind - 1]);
+			replay_usage(stderr);
+			return 2;
+		}
+	}
+	if (a->multiturn ? optind != argc : optind != argc - 1) {
+		fprintf(stderr, "hicache replay: %s\n",
+			a->multiturn ? "--multiturn takes no TRACE" : "exactly one TRACE expected");
+		replay_usage(stderr);
+		return 2;
+	}
+	if (!a->multiturn)
+		a->trace = argv[optind];
+	return 0;
+}
+
+int cmd_replay(int argc, char **argv)
+{
+	struct replay_args a = {
+		.page_tokens = TRACE_BLOCK,
+		.l1_tokens = 1000000,
+		.l2_tokens = 4000000,
+		.l3 = L3_FILE,
+		.kv_bytes = 128,
+		.prefill_tps = 10000,
+		.clients = 8,
+		.rounds = 4,
+		.request_tokens = 1024,
+		.output_tokens = 256,
+	};
+	struct workload w = {0};
+	struct result res[3] = {{.name = "L1"}, {.name = "L1+L2"}, {.name = "L1+L2+L3"}};
+	struct replay_buf b = {0};
+	struct hc_store *store = NULL;
+	char tmpdir[] = "/tmp/hicache-replay-XXXXXX";
+	bool own_dir = false;
+	int ret = 1, rc;
+
+	if ((rc = parse_args(argc, argv, &a)))
+		return rc < 0 ? 0 : rc;
+	if (a.multiturn ? gen_multiturn(&a, &w) : load_trace(a.trace, &w)) {
+		if (a.multiturn)
+			fprintf(stderr, "hicache replay: out of memory\n");
+		goto out;
+	}
+	uint64_t ps = a.page_tokens;
+	/* unlimited: everything the workload could insert, plus a page. */
+	uint64_t unl = (w.total_input / ps + 1) * ps;
+	uint64_t l1 = a.l1_tokens == UINT64_MAX ? unl : a.l1_tokens;
+	uint64_t l2 = a.l2_tokens == UINT64_MAX ? unl : a.l2_tokens;
+	size_t maxpages = w.max_input / ps + 1;
+
+	b.tok = malloc((w.max_input + 1) * sizeof(*b.tok));
+	b.slots = malloc(maxpages * sizeof(*b.slots));
+	b.page = malloc(ps * a.kv_bytes);
+	b.want = malloc(ps * a.kv_bytes);
+	b.ttft = malloc(w.n * sizeof(*b.ttft));
+	b.ttft_no = malloc(w.n * sizeof(*b.ttft_no));
+	if (!b.tok || !b.slots || !b.page || !b.want || !b.ttft || !b.ttft_no) {
+		fprintf(stderr, "hicache replay: out of memory\n");
+		goto out;
+	}
+
+	size_t nconf = a.l3 == L3_NONE ? 2 : 3;
+	for (size_t i = 0; i < nconf; i++) {
+		if (i == 2) {
+			const char *dir = a.l3_dir;
+			if (a.l3 == L3_FILE && !a.no_data && !dir) {
+				if (!mkdtemp(tmpdir)) {
+					fprintf(stderr, "hicache replay: mkdtemp: %s\n",
+						strerror(errno));
+					goto out;
+				}
+				own_dir = true;
+				dir = tmpdir;
+			}
+			if (open_store(&a, dir, &store))
+				goto out;
+		}
+		/* L1 only: the controller needs a host page; one is the least. */
+		if (replay_one(&a, &w, l1, i == 0 ? ps : l2, i == 2 ? store : NULL, &b, &res[i]))
+			goto out;
+	}
+	ret = a.json ? print_json(&a, res, nconf) : (print_human(&a, res, nconf), 0);
+	for (size_t i = 0; i < nconf; i++)
+		if (res[i].corrupt) {
+			fprintf(stderr, "hicache replay: %s: %" PRIu64 " corrupt pages\n",
+				res[i].name, res[i].corrupt);
+			ret = 1;
+		}
+out:
+	hc_store_close(store);
+	if (own_dir)
+		nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(b.tok);
+	free(b.slots);
+	free(b.page);
+	free(b.want);
+	free(b.ttft);
+	free(b.ttft_no);
+	wl_free(&w);
+	return ret;
+}
