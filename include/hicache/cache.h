@@ -12,6 +12,8 @@
  *                             layers still copy
  *   hc_cache_alloc()          device slots for the pages to compute; the
  *                             caller fills them (hc_cache_dev_write())
+ *   hc_cache_mamba_write()    hybrid models only: the recurrent state after
+ *                             the last page, attached by the insert below
  *   hc_cache_insert()         add the computed pages to the tree (write
  *                             policy: device -> host -> L3 in the background)
  *   hc_cache_release()        drop the request's locks, pins and slots
@@ -117,6 +119,15 @@ struct hc_cache_opts {
 	const struct hc_copy_ops *copy_ops;
 	void *copy_arg;
 	bool no_data; /* metadata only: no bytes, no store I/O */
+	/* Hybrid (Mamba) models: bytes of one request's recurrent state; 0 =
+	 * not hybrid. Device states live in a pool of mamba_dev_states slots
+	 * (host memory, like the built-in device engine), host states in an
+	 * hc_pool of mamba_host_states slots (HC_POOL_MAMBA), registered with
+	 * the store as "mamba". In hybrid mode a match only uses the prefix
+	 * up to the deepest node holding a state (the Mamba boundary). */
+	size_t mamba_bytes;
+	uint64_t mamba_dev_states;  /* default (0): device pages */
+	uint64_t mamba_host_states; /* default (0): host pages */
 };
 
 HC_API void hc_cache_opts_init(struct hc_cache_opts *opts, size_t size);
@@ -189,6 +200,19 @@ HC_API int64_t hc_cache_alloc(struct hc_cache_req *req, size_t ntokens, uint64_t
  * for a load in flight. Returns the pages new to the tree, or -errno. */
 HC_API int64_t hc_cache_insert(struct hc_cache_req *req, const uint32_t *tokens, size_t ntokens);
 
+/* Hybrid mode: the recurrent state after the request's last full page,
+ * attached by the next hc_cache_insert() to the node ending there (device
+ * state; write_through also keeps a host copy and backs it up to L3
+ * under that page's key in pool "mamba"). len must be mamba_bytes; state
+ * may be NULL in no_data mode. Call before hc_cache_insert(). Returns 0,
+ * -EINVAL, -EOPNOTSUPP (not hybrid), -ENOMEM. */
+HC_API int hc_cache_mamba_write(struct hc_cache_req *req, const void *state, size_t len);
+/* Hybrid mode: the state at the request's Mamba boundary (the end of its
+ * usable prefix, including what a prefetch brought in), read from the
+ * tier that holds it (hc_cache_load() moves KV pages only). Returns 0,
+ * -ENOENT (no state: the usable prefix is empty), -EINVAL, -EOPNOTSUPP. */
+HC_API int hc_cache_mamba_read(struct hc_cache_req *req, void *dst, size_t len);
+
 /* Finish the request: completes a load (its pages stay on device), drops
  * the locks, pins and unused slots, stops a prefetch. Frees req. */
 HC_API void hc_cache_release(struct hc_cache_req *req);
@@ -214,6 +238,9 @@ struct hc_cache_stats {
 	uint64_t reserved_pages; /* host pages reserved by prefetches in flight */
 	uint64_t dev_pages_used, host_pages_used;
 	uint64_t backups_pending;
+	/* Hybrid mode: states in use per tier, states written to / read from L3. */
+	uint64_t mamba_dev_used, mamba_host_used;
+	uint64_t mamba_l3_write, mamba_l3_read;
 };
 HC_API int hc_cache_stats(struct hc_cache *cache, struct hc_cache_stats *out);
 

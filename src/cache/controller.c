@@ -25,9 +25,21 @@
  *   - a request is reference-counted (owner + prefetch worker) and freed
  *     by whoever drops the last reference.
  *
+ * Hybrid (Mamba) models (opts.mamba_bytes > 0): each node may hold a
+ * recurrent state per tier. A match is cut at the deepest node holding a
+ * state (the Mamba boundary): KV past it is useless without the state.
+ * Device states are slots of c->mdev_mem; host states are slots of an
+ * HC_POOL_MAMBA pool with their own LRU (radix_evict_mamba_host). A host
+ * state is backed up to L3 (pool "mamba") under the key of its node's last
+ * page; a prefetch asks exists_v2 with trailing_pages N = 1, so the usable
+ * L3 prefix ends at a page that has a state, and reads that one state
+ * before the KV pages. Host state slots an L3 set still reads are freed
+ * late, as KV host slots are.
+ *
  * Caveats: backed-up state is not recorded in the tree (host eviction may
  * drop pages whether or not they reached L3; they are found again through
- * exists). Mamba states are not handled here yet.
+ * exists). In hybrid mode a prefetch that cannot reserve the whole L3
+ * prefix is skipped (a shorter one would end without a state).
  */
 #define _GNU_SOURCE
 #include "cache/controller.h"
@@ -39,6 +51,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -48,6 +61,7 @@ enum pf_state { PF_NONE, PF_QUERY, PF_IO, PF_DONE };
 struct ctl_job {
 	struct ctl_job *next;
 	bool l3_only;
+	bool mamba; /* l3_only: one host Mamba state (host[0]) under keys[0] */
 	/* device -> host: npages ending at node (locked), their device slots */
 	struct radix_node *node;
 	size_t n;
@@ -85,6 +99,13 @@ struct hc_cache_req {
 	uint64_t *new_slots;
 	size_t new_first, new_n;
 	bool allocated;
+	/* hybrid */
+	struct radix_node *mnode; /* Mamba boundary (pinned or locked), NULL: none */
+	uint8_t *mstate;          /* hc_cache_mamba_write()'s copy */
+	bool has_mstate;
+	bool pf_mamba;            /* pf_mslot is reserved and not yet in the tree */
+	uint64_t pf_mslot;
+	struct radix_node *pf_pin; /* hybrid prefetch: pin on the chunks inserted so far */
 };
 
 struct hc_cache {
@@ -99,6 +120,18 @@ struct hc_cache {
 	struct hc_store *store;
 	struct ctl_keyset *keyset; /* no_data L3 */
 	bool l3;
+	/* hybrid */
+	bool hybrid;
+	size_t mbytes;
+	struct hc_slots *mdev_slots;
+	uint8_t *mdev_mem; /* NULL in no_data mode */
+	struct hc_pool *mhost_pool;
+	struct hc_slots *mhost_slots; /* the pool's, or own in no_data mode */
+	struct hc_slots *own_mhost_slots;
+	uint64_t mhost_n;
+	uint16_t *mhost_busy;
+	bool *mhost_deferred;
+	struct ctl_keyset *mkeyset; /* no_data L3 states */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* any queue or state change */
@@ -227,6 +260,32 @@ static int64_t ctl_l3_exists(struct hc_cache *c, const struct hc_key *keys, size
 	return hc_store_exists(c->store, keys, n);
 }
 
+/* Hybrid: the usable L3 prefix of keys[0..n): KV pages that exist, cut at
+ * the last page with a state (exists_v2, trailing_pages with N = 1). */
+static int64_t ctl_l3_exists_mamba(struct hc_cache *c, const struct hc_key *keys, size_t n)
+{
+	if (c->mkeyset) {
+		int64_t kv = ctl_l3_exists(c, keys, n);
+		while (kv > 0 && !ctl_keyset_has(c->mkeyset, &keys[kv - 1]))
+			kv--;
+		return kv;
+	}
+	struct hc_pool_transfer t = {.pool = "mamba", .keys = keys, .n = 1,
+				     .policy = HC_HIT_TRAILING_PAGES};
+	uint64_t kv, hits;
+	return hc_store_exists_v2(c->store, keys, n, &t, 1, &kv, &hits);
+}
+
+/* Hybrid: read the state stored under key into host state slot. */
+static int ctl_l3_get_mamba(struct hc_cache *c, const struct hc_key *key, uint64_t slot)
+{
+	if (c->mkeyset)
+		return ctl_keyset_has(c->mkeyset, key) ? 0 : -ENOENT;
+	struct hc_pool_transfer t = {.pool = "mamba", .keys = key, .n = 1, .pages = &slot};
+	int rc = hc_store_get_v2(c->store, &t, 1);
+	return rc < 0 ? rc : rc == 1 ? 0 : -ENOENT;
+}
+
 static int64_t ctl_l3_get(struct hc_cache *c, const struct hc_key *keys, size_t n,
 			  const uint64_t *host)
 {
@@ -277,11 +336,46 @@ static void ctl_free_slots(void *arg, enum radix_tier tier, const uint64_t *slot
 	}
 }
 
+static void ctl_mhost_free(struct hc_cache *c, uint64_t s)
+{
+	if (c->mhost_busy[s])
+		c->mhost_deferred[s] = true; /* an L3 set still reads it */
+	else if (hc_slots_free(c->mhost_slots, 1, &s))
+		log_error("cache: host Mamba slot %llu freed twice", (unsigned long long)s);
+}
+
 static void ctl_free_mamba(void *arg, enum radix_tier tier, uint64_t slot)
 {
-	(void)arg;
-	(void)tier;
-	(void)slot;
+	struct hc_cache *c = arg;
+	if (tier == RADIX_DEV) {
+		if (hc_slots_free(c->mdev_slots, 1, &slot))
+			log_error("cache: device Mamba slot freed twice");
+	} else {
+		ctl_mhost_free(c, slot);
+	}
+}
+
+/* One host state slot; the host state LRU makes room. */
+static int ctl_mhost_alloc(struct hc_cache *c, uint64_t *out)
+{
+	if (hc_slots_available(c->mhost_slots) == 0)
+		radix_evict_mamba_host(c->tree, 1, &c->ops);
+	return hc_slots_alloc(c->mhost_slots, 1, out);
+}
+
+/* One device state slot: device states leave with their device pages. */
+static int ctl_mdev_alloc(struct hc_cache *c, uint64_t *out)
+{
+	while (hc_slots_available(c->mdev_slots) == 0)
+		if (radix_evict_device(c->tree, 1, &c->ops) <= 0)
+			break;
+	return hc_slots_alloc(c->mdev_slots, 1, out);
+}
+
+static void ctl_mhost_put(struct hc_cache *c, uint64_t slot, const void *src)
+{
+	if (c->mhost_pool && src)
+		hc_pool_scatter(c->mhost_pool, slot, src, c->mbytes);
 }
 
 static int ctl_host_alloc(struct hc_cache *c, size_t n, uint64_t *out)
@@ -339,6 +433,59 @@ static void ctl_queue_l3(struct hc_cache *c, const struct hc_key *keys, const ui
 	ctl_job_push(c, j);
 }
 
+/* Queue an L3 set of one host Mamba state under key (busy until it ends). */
+static void ctl_queue_l3_mamba(struct hc_cache *c, const struct hc_key *key, uint64_t slot)
+{
+	if (!c->l3)
+		return;
+	struct ctl_job *j = calloc(1, sizeof(*j));
+	if (j) {
+		j->keys = malloc(sizeof(*key));
+		j->host = malloc(sizeof(slot));
+	}
+	if (!j || !j->keys || !j->host) {
+		ctl_job_free(j);
+		log_warn("cache: out of memory, L3 Mamba backup skipped");
+		return;
+	}
+	j->keys[0] = *key;
+	j->host[0] = slot;
+	j->n = 1;
+	j->l3_only = true;
+	j->mamba = true;
+	c->mhost_busy[slot]++;
+	ctl_job_push(c, j);
+}
+
+/* A new host state for node from src (NULL: no bytes), backed up to L3.
+ * Returns the slot or RADIX_NO_SLOT (no room). */
+static uint64_t ctl_mamba_host_new(struct hc_cache *c, const struct radix_node *node,
+				   const void *src)
+{
+	uint64_t slot;
+	if (ctl_mhost_alloc(c, &slot))
+		return RADIX_NO_SLOT;
+	ctl_mhost_put(c, slot, src);
+	struct radix_node_info ni;
+	radix_node_info(node, &ni);
+	ctl_queue_l3_mamba(c, &ni.keys[ni.pages - 1], slot);
+	return slot;
+}
+
+/* Host copy of node's device state (write_through at insert, selective once
+ * hot): the state's L2 copy is what survives device eviction. */
+static void ctl_mamba_to_host(struct hc_cache *c, struct radix_node *node)
+{
+	struct radix_node_info ni;
+	radix_node_info(node, &ni);
+	if (ni.mamba[RADIX_DEV] == RADIX_NO_SLOT || ni.mamba[RADIX_HOST] != RADIX_NO_SLOT)
+		return;
+	const void *src = c->mdev_mem ? c->mdev_mem + ni.mamba[RADIX_DEV] * c->mbytes : NULL;
+	uint64_t slot = ctl_mamba_host_new(c, node, src);
+	if (slot != RADIX_NO_SLOT && radix_mamba_set(c->tree, node, RADIX_HOST, slot))
+		ctl_mhost_free(c, slot);
+}
+
 /* RADIX_WRITE_BACK: the tree evicts an unbacked device node; copy it to host
  * now (synchronously: the tree needs the slots), then back it up to L3. */
 static int ctl_write_back(void *arg, const struct radix_node *node, uint64_t *host_out,
@@ -347,7 +494,6 @@ static int ctl_write_back(void *arg, const struct radix_node *node, uint64_t *ho
 	struct hc_cache *c = arg;
 	struct radix_node_info ni;
 	struct dev_copy *ev;
-	(void)mamba_host;
 
 	radix_node_info(node, &ni);
 	if (ctl_host_alloc(c, ni.pages, host_out))
@@ -363,6 +509,13 @@ static int ctl_write_back(void *arg, const struct radix_node *node, uint64_t *ho
 	}
 	c->st.bytes_d2h += ni.pages * c->page_bytes;
 	ctl_queue_l3(c, ni.keys, host_out, ni.pages);
+	if (mamba_host && c->hybrid) {
+		/* Only once the pages made it: the tree drops the state of a
+		 * failed write-back without telling us. */
+		const void *src = c->mdev_mem ? c->mdev_mem + ni.mamba[RADIX_DEV] * c->mbytes
+					      : NULL;
+		*mamba_host = ctl_mamba_host_new(c, node, src);
+	}
 	return 0;
 }
 
@@ -439,9 +592,36 @@ static void ctl_range_keys(const struct radix_node *node, size_t npages, struct 
 
 /* ---- backup thread ---- */
 
+static void ctl_run_l3_mamba(struct hc_cache *c, struct ctl_job *j)
+{
+	int rc;
+	if (c->mkeyset) {
+		rc = ctl_keyset_add(c->mkeyset, &j->keys[0]);
+	} else {
+		struct hc_pool_transfer t = {.pool = "mamba", .keys = j->keys, .n = 1,
+					     .pages = j->host};
+		rc = hc_store_set_v2(c->store, &t, 1);
+	}
+	pthread_mutex_lock(&c->lock);
+	if (rc)
+		log_warn("cache: L3 backup of a Mamba state failed: %s", hc_strerror(rc));
+	else
+		c->st.mamba_l3_write++;
+	uint64_t s = j->host[0];
+	if (--c->mhost_busy[s] == 0 && c->mhost_deferred[s]) {
+		c->mhost_deferred[s] = false;
+		hc_slots_free(c->mhost_slots, 1, &s);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
 static void ctl_run_l3(struct hc_cache *c, struct ctl_job *j)
 {
 	int rc = 0;
+	if (j->mamba) {
+		ctl_run_l3_mamba(c, j);
+		return;
+	}
 	for (size_t off = 0; off < j->n && !rc; off += CTL_BATCH) {
 		size_t n = j->n - off < CTL_BATCH ? j->n - off : CTL_BATCH;
 		rc = ctl_l3_set(c, j->keys + off, n, j->host + off);
@@ -548,6 +728,7 @@ static void ctl_req_free(struct hc_cache_req *r)
 	free(r->pf_keys);
 	free(r->load_dev);
 	free(r->new_slots);
+	free(r->mstate);
 	free(r);
 }
 
@@ -584,6 +765,12 @@ static void *ctl_query_thread(void *arg)
 		if (r->pf_keys &&
 		    hc_key_chain(r->has_prior ? &r->prior : NULL, r->tokens + r->pf_first * c->ps,
 				 tail * c->ps, c->ps, r->pf_keys, tail) == (int64_t)tail) {
+			if (c->hybrid) {
+				hits = ctl_l3_exists_mamba(c, r->pf_keys, tail);
+				if (hits < 0)
+					hits = 0;
+				tail = 0; /* the loop below is for KV only */
+			}
 			for (size_t off = 0; off < tail; off += CTL_BATCH) {
 				size_t n = tail - off < CTL_BATCH ? tail - off : CTL_BATCH;
 				int64_t e = ctl_l3_exists(c, r->pf_keys + off, n);
@@ -606,9 +793,19 @@ static void *ctl_query_thread(void *arg)
 			avail = hc_slots_available(c->host_slots);
 			if (avail < h)
 				h = (size_t)avail;
+			/* Hybrid: a shorter prefix would end without a state. */
 			if (!r->pf_slots || h * c->ps < c->o.prefetch_threshold ||
+			    (c->hybrid && h < (size_t)hits) ||
 			    hc_slots_alloc(c->host_slots, h, r->pf_slots))
 				h = 0;
+			if (h && c->hybrid) {
+				if (ctl_mhost_alloc(c, &r->pf_mslot)) {
+					hc_slots_free(c->host_slots, h, r->pf_slots);
+					h = 0;
+				} else {
+					r->pf_mamba = true;
+				}
+			}
 		} else {
 			h = 0;
 		}
@@ -649,12 +846,36 @@ static bool ctl_pf_insert(struct hc_cache *c, struct hc_cache_req *r, size_t off
 		arr[i] = i < r->pf_first + off ? RADIX_NO_SLOT : r->pf_slots[i - r->pf_first];
 	int rc = radix_insert_host(c->tree, r->tokens, end * c->ps, arr, r->pf_keys, r->pf_first,
 				   &res);
+	/* Hybrid: the pages only become usable with the state at their end,
+	 * after the last chunk; until then pf_pin keeps the chunks alive. */
+	bool fin = !c->hybrid || off + g == r->pf_pages;
 	if (rc) {
 		ctl_host_free(c, g, r->pf_slots + off);
+	} else if (!fin) {
+		for (size_t i = r->pf_first + off; i < res.kept && i < end; i++)
+			ctl_host_free(c, 1, &arr[i]);
+		radix_pin_host(c->tree, res.node);
+		if (r->pf_pin)
+			radix_unpin_host(c->tree, r->pf_pin);
+		r->pf_pin = res.node;
+		c->st.pages_l3_read += g;
+		c->st.bytes_l3_read += g * c->page_bytes;
 	} else {
 		/* Pages someone else brought in meanwhile stay ours to free. */
 		for (size_t i = r->pf_first + off; i < res.kept && i < end; i++)
 			ctl_host_free(c, 1, &arr[i]);
+		if (c->hybrid) {
+			int mrc = radix_mamba_set(c->tree, res.node, RADIX_HOST, r->pf_mslot);
+			if (!mrc) {
+				r->pf_mamba = false;
+				c->st.mamba_l3_read++;
+			} else if (mrc != -EEXIST) {
+				free(arr);
+				return false; /* no state: the pages stay, unused */
+			}
+			r->mnode = res.node;
+			g = off + g; /* the whole prefetch became usable now */
+		}
 		if (res.node != r->pin_node) {
 			radix_pin_host(c->tree, res.node);
 			if (r->pin_node)
@@ -662,11 +883,12 @@ static bool ctl_pf_insert(struct hc_cache *c, struct hc_cache_req *r, size_t off
 			r->pin_node = res.node;
 		}
 		r->host_end = end;
-		r->pf_done = off + g;
+		r->pf_done = end - r->pf_first;
 		r->info.l3_tokens = r->pf_done * c->ps;
 		c->st.hit_tokens[2] += g * c->ps;
-		c->st.pages_l3_read += g;
-		c->st.bytes_l3_read += g * c->page_bytes;
+		size_t rd = c->hybrid ? end - r->pf_first - off : g;
+		c->st.pages_l3_read += rd;
+		c->st.bytes_l3_read += rd * c->page_bytes;
 	}
 	free(arr);
 	return rc == 0;
@@ -685,6 +907,14 @@ static void *ctl_io_thread(void *arg)
 			break;
 		c->q_io = r->qnext;
 		size_t off = 0;
+		if (r->pf_mamba && !r->revoked) {
+			/* The state first: without it the KV pages are of no use. */
+			pthread_mutex_unlock(&c->lock);
+			int mrc = ctl_l3_get_mamba(c, &r->pf_keys[r->pf_pages - 1], r->pf_mslot);
+			pthread_mutex_lock(&c->lock);
+			if (mrc)
+				goto release; /* off = 0: every reserved KV slot goes back */
+		}
 		while (off < r->pf_pages && !r->revoked) {
 			size_t n = r->pf_pages - off < CTL_BATCH ? r->pf_pages - off : CTL_BATCH;
 			pthread_mutex_unlock(&c->lock);
@@ -698,7 +928,16 @@ static void *ctl_io_thread(void *arg)
 			if (!ok || (size_t)g < n)
 				break;
 		}
+release:
 		/* Release the whole reservation, once: unused slots go back. */
+		if (r->pf_pin) {
+			radix_unpin_host(c->tree, r->pf_pin);
+			r->pf_pin = NULL;
+		}
+		if (r->pf_mamba) {
+			ctl_mhost_free(c, r->pf_mslot);
+			r->pf_mamba = false;
+		}
 		if (r->pf_pages > off)
 			ctl_host_free(c, r->pf_pages - off, r->pf_slots + off);
 		c->reserved -= r->pf_pages;
@@ -760,12 +999,55 @@ void hc_cache_close(struct hc_cache *c)
 	hc_slots_destroy(c->own_slots);
 	hc_pool_destroy(c->host_pool);
 	ctl_keyset_destroy(c->keyset);
+	hc_slots_destroy(c->mdev_slots);
+	free(c->mdev_mem);
+	hc_slots_destroy(c->own_mhost_slots);
+	hc_pool_destroy(c->mhost_pool);
+	free(c->mhost_busy);
+	free(c->mhost_deferred);
+	ctl_keyset_destroy(c->mkeyset);
 	free(c->host_busy);
 	free(c->host_deferred);
 	free(c->pend);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
+}
+
+/* Hybrid: device and host state pools; the host one registered as "mamba". */
+static int ctl_open_mamba(struct hc_cache *c, uint64_t dev_pages, uint64_t host_pages)
+{
+	const struct hc_cache_opts *o = &c->o;
+	uint64_t nd = o->mamba_dev_states ? o->mamba_dev_states : dev_pages;
+	uint64_t nh = o->mamba_host_states ? o->mamba_host_states : host_pages;
+	int rc;
+	c->hybrid = true;
+	c->mbytes = o->mamba_bytes;
+	c->mhost_n = nh;
+	c->mhost_busy = calloc(nh, sizeof(*c->mhost_busy));
+	c->mhost_deferred = calloc(nh, sizeof(*c->mhost_deferred));
+	if (!c->mhost_busy || !c->mhost_deferred)
+		return util_fail(-ENOMEM, "cache: out of memory");
+	if ((rc = hc_slots_create(nd, &c->mdev_slots)))
+		return rc;
+	if (o->no_data) {
+		if ((rc = hc_slots_create(nh, &c->own_mhost_slots)))
+			return rc;
+		c->mhost_slots = c->own_mhost_slots;
+		if (o->store && (rc = ctl_keyset_create(&c->mkeyset)))
+			return util_fail(rc, "cache: out of memory");
+		return 0;
+	}
+	if (nd > SIZE_MAX / c->mbytes || !(c->mdev_mem = malloc(nd * c->mbytes)))
+		return util_fail(-ENOMEM, "cache: %llu device Mamba states: out of memory",
+				 (unsigned long long)nd);
+	struct hc_mamba_geometry g = {.slots = nh, .layers = 1, .temporal_bytes = c->mbytes};
+	if ((rc = hc_pool_create_mamba(&g, NULL, &c->mhost_pool)))
+		return rc;
+	c->mhost_slots = hc_pool_slots(c->mhost_pool);
+	if (o->store && (rc = hc_store_register_pool(o->store, "mamba", c->mhost_pool, false)))
+		return util_fail(rc, "cache: cannot register the Mamba pool: %s", hc_last_error());
+	return 0;
 }
 
 int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
@@ -830,6 +1112,8 @@ int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
 			c->l3 = true;
 		}
 	}
+	if (o->mamba_bytes && (rc = ctl_open_mamba(c, dev_pages, host_pages)))
+		goto err;
 	struct dev_opts dopts = {.pages = dev_pages, .layers = o->kv.layers, .host = c->host_pool,
 				 .ops = o->copy_ops, .arg = o->copy_arg, .no_data = o->no_data};
 	if ((rc = dev_create(&dopts, &c->dev)))
@@ -906,6 +1190,8 @@ static void ctl_selective(struct hc_cache *c, struct radix_node *n)
 		radix_node_info(n, &ni);
 		if (ni.dev && !ni.host && ni.hits >= 2)
 			ctl_queue_backup(c, n, ni.pages);
+		if (c->hybrid && ni.hits >= 2)
+			ctl_mamba_to_host(c, n);
 	}
 }
 
@@ -939,26 +1225,37 @@ int hc_cache_match(struct hc_cache *c, const uint32_t *tokens, size_t ntokens,
 		ctl_req_free(r);
 		return rc;
 	}
-	ctl_req_relock(c, r, m.dev_node);
-	if (m.pages) {
-		radix_pin_host(c->tree, m.last_node);
-		r->pin_node = m.last_node;
+	/* Hybrid: only the prefix up to the Mamba boundary is usable; the
+	 * device prefix is cut there too (mamba_node is then on device). */
+	size_t usable = c->hybrid ? m.mamba_pages : m.pages;
+	struct radix_node *end_node = c->hybrid ? m.mamba_node : m.last_node;
+	size_t devp = m.dev_pages < usable ? m.dev_pages : usable;
+	ctl_req_relock(c, r, m.dev_pages <= usable ? m.dev_node : end_node);
+	if (usable) {
+		radix_pin_host(c->tree, end_node);
+		r->pin_node = end_node;
+		if (c->hybrid)
+			r->mnode = end_node;
 	}
-	r->dev_pages = m.dev_pages;
-	r->host_end = m.pages;
-	r->info.dev_tokens = m.dev_pages * c->ps;
-	r->info.host_tokens = m.host_pages * c->ps;
+	r->dev_pages = devp;
+	r->host_end = usable;
+	r->info.dev_tokens = devp * c->ps;
+	r->info.host_tokens = (usable - devp) * c->ps;
 	c->st.requests++;
 	c->st.hit_tokens[0] += r->info.dev_tokens;
 	c->st.hit_tokens[1] += r->info.host_tokens;
 	if (c->o.write_policy == HC_WRITE_THROUGH_SELECTIVE)
 		ctl_selective(c, m.dev_node);
-	if (c->l3 && (r->npages - m.pages) * c->ps >= c->o.prefetch_threshold &&
-	    r->npages > m.pages) {
+	if (c->l3 && (r->npages - usable) * c->ps >= c->o.prefetch_threshold &&
+	    r->npages > usable) {
 		r->pf = PF_QUERY;
-		r->pf_first = m.pages;
-		if (m.last_key) {
-			r->prior = *m.last_key;
+		r->pf_first = usable;
+		if (usable) {
+			/* Chain from the boundary's last key (m.last_key when not
+			 * hybrid): pages past the boundary come again, with a state. */
+			struct radix_node_info ni;
+			radix_node_info(end_node, &ni);
+			r->prior = ni.keys[ni.pages - 1];
 			r->has_prior = true;
 		}
 		r->refs++;
@@ -1206,6 +1503,90 @@ int64_t hc_cache_alloc(struct hc_cache_req *r, size_t ntokens, uint64_t *slots, 
 	return (int64_t)n;
 }
 
+/* Hybrid: give node (just inserted, on device) the request's state: a
+ * device state, and for write_through (or when the device has no room) a
+ * host one backed up to L3. The lock keeps node on device meanwhile. */
+static void ctl_mamba_attach(struct hc_cache *c, struct radix_node *node, const uint8_t *src)
+{
+	struct radix_node_info ni;
+	uint64_t slot;
+	radix_lock(c->tree, node);
+	radix_node_info(node, &ni);
+	bool dev = ni.mamba[RADIX_DEV] != RADIX_NO_SLOT;
+	if (!dev && !ctl_mdev_alloc(c, &slot)) {
+		if (c->mdev_mem && src)
+			memcpy(c->mdev_mem + slot * c->mbytes, src, c->mbytes);
+		if (radix_mamba_set(c->tree, node, RADIX_DEV, slot))
+			hc_slots_free(c->mdev_slots, 1, &slot);
+		else
+			dev = true;
+	}
+	if (dev && c->o.write_policy == HC_WRITE_THROUGH) {
+		ctl_mamba_to_host(c, node);
+	} else if (!dev) {
+		radix_node_info(node, &ni);
+		if (ni.mamba[RADIX_HOST] == RADIX_NO_SLOT) {
+			slot = ctl_mamba_host_new(c, node, src);
+			if (slot != RADIX_NO_SLOT &&
+			    radix_mamba_set(c->tree, node, RADIX_HOST, slot))
+				ctl_mhost_free(c, slot);
+		}
+	}
+	radix_unlock(c->tree, node);
+}
+
+int hc_cache_mamba_write(struct hc_cache_req *r, const void *state, size_t len)
+{
+	if (!r)
+		return util_fail(-EINVAL, "hc_cache_mamba_write: NULL request");
+	struct hc_cache *c = r->c;
+	if (!c->hybrid)
+		return util_fail(-EOPNOTSUPP, "hc_cache_mamba_write: not a hybrid cache");
+	if (!c->o.no_data && (!state || len != c->mbytes))
+		return util_fail(-EINVAL, "hc_cache_mamba_write: %zu bytes, want %zu", len,
+				 c->mbytes);
+	if (!r->mstate && !(r->mstate = malloc(c->mbytes)))
+		return util_fail(-ENOMEM, "cache: out of memory");
+	if (state && len == c->mbytes)
+		memcpy(r->mstate, state, c->mbytes);
+	else
+		memset(r->mstate, 0, c->mbytes);
+	r->has_mstate = true;
+	return 0;
+}
+
+int hc_cache_mamba_read(struct hc_cache_req *r, void *dst, size_t len)
+{
+	if (!r)
+		return util_fail(-EINVAL, "hc_cache_mamba_read: NULL request");
+	struct hc_cache *c = r->c;
+	if (!c->hybrid)
+		return util_fail(-EOPNOTSUPP, "hc_cache_mamba_read: not a hybrid cache");
+	if (!c->o.no_data && (!dst || len != c->mbytes))
+		return util_fail(-EINVAL, "hc_cache_mamba_read: %zu bytes, want %zu", len,
+				 c->mbytes);
+	int rc = 0;
+	pthread_mutex_lock(&c->lock);
+	struct radix_node_info ni = {.mamba = {RADIX_NO_SLOT, RADIX_NO_SLOT}};
+	if (r->mnode)
+		radix_node_info(r->mnode, &ni);
+	if (!r->mnode)
+		rc = -ENOENT;
+	else if (c->o.no_data)
+		rc = 0;
+	else if (ni.mamba[RADIX_DEV] != RADIX_NO_SLOT)
+		memcpy(dst, c->mdev_mem + ni.mamba[RADIX_DEV] * c->mbytes, c->mbytes);
+	else if (ni.mamba[RADIX_HOST] != RADIX_NO_SLOT)
+		rc = hc_pool_gather(c->mhost_pool, ni.mamba[RADIX_HOST], dst, c->mbytes);
+	else
+		rc = -ENOENT; /* cannot happen: the pin / lock keeps it */
+	pthread_mutex_unlock(&c->lock);
+	/* -ENOENT is an answer (nothing usable), not a failure: no message. */
+	if (rc && rc != -ENOENT)
+		return util_fail(rc, "hc_cache_mamba_read: %s", hc_strerror(rc));
+	return rc;
+}
+
 int64_t hc_cache_insert(struct hc_cache_req *r, const uint32_t *tokens, size_t ntokens)
 {
 	if (!r || (!tokens && ntokens))
@@ -1238,6 +1619,9 @@ int64_t hc_cache_insert(struct hc_cache_req *r, const uint32_t *tokens, size_t n
 		r->new_n = 0;
 		if (c->o.write_policy == HC_WRITE_THROUGH && res.new_pages)
 			ctl_queue_backup(c, res.node, res.new_pages);
+		if (r->has_mstate && res.pages)
+			ctl_mamba_attach(c, res.node, r->mstate);
+		r->has_mstate = false;
 		rc = (int64_t)res.new_pages;
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -1320,6 +1704,11 @@ int hc_cache_stats(struct hc_cache *c, struct hc_cache_stats *out)
 	out->reserved_pages = c->reserved;
 	out->dev_pages_used = dev_pages(c->dev) - dev_available(c->dev);
 	out->host_pages_used = c->host_pages - hc_slots_available(c->host_slots);
+	if (c->hybrid) {
+		out->mamba_dev_used = hc_slots_count(c->mdev_slots) -
+				      hc_slots_available(c->mdev_slots);
+		out->mamba_host_used = c->mhost_n - hc_slots_available(c->mhost_slots);
+	}
 	pthread_mutex_unlock(&c->lock);
 	return 0;
 }

@@ -1,7 +1,7 @@
 #!/bin/bash
 # hicache replay: the Mooncake synthetic trace's hit-rate anchors (--no-data),
 # data mode through L1, L2 and a file L3 with every loaded page checked, the
-# multi-turn generator, a bad trace line, bad flags.
+# multi-turn generator, hybrid (Mamba) state offload, a bad trace line, bad flags.
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 
@@ -90,6 +90,27 @@ else
 	fail "multi-turn run"
 fi
 
+# Hybrid (Mamba) multi-turn: a host state pool too small for every state,
+# without and with the states offloaded to L3. A hit ends at the deepest
+# cached state, so losing states loses hits; L3 brings them back.
+MT="--multiturn --clients 8 --rounds 4 --request-tokens 512 --output-tokens 128 --page-tokens 64"
+MT="$MT --l1-tokens 4096 --l2-tokens 32768 --mamba-bytes 4096 --mamba-host-states 16"
+# shellcheck disable=SC2086
+if "$BIN" replay $MT --l3 none --json >"$TMP/h0.json" &&
+	"$BIN" replay $MT --l3 mem --json >"$TMP/h1.json"; then
+	check "$TMP/h0.json" 'j["corrupt_pages"] == 0 and j["verified_pages"] > 0' \
+		"hybrid corrupt pages" '(j["verified_pages"], j["corrupt_pages"])'
+	check "$TMP/h1.json" 'j["corrupt_pages"] == 0 and j["hit_tokens"]["l3"] > 0' \
+		"hybrid L3 hits" '(j["hit_tokens"], j["corrupt_pages"])'
+	h0=$(json "$TMP/h0.json" 'j["hit_rate"]')
+	h1=$(json "$TMP/h1.json" 'j["hit_rate"]')
+	echo "hybrid multi-turn hit rate: no state offload $h0, offload to L2/L3 $h1"
+	"$PY" -c 'import sys; sys.exit(0 if float(sys.argv[2]) > float(sys.argv[1]) else 1)' \
+		"$h0" "$h1" || fail "hybrid: Mamba offload hit rate $h1 not above $h0"
+else
+	fail "hybrid multi-turn runs"
+fi
+
 # A bad line names its line number; exit 1.
 head -n 2 "$TRACE" >"$TMP/bad.jsonl"
 echo '{"timestamp": 5, "input_length": 1000, "output_length": 1, "hash_ids": [1]}' \
@@ -107,7 +128,8 @@ grep -q 'bad2.jsonl:1: not a JSON object' "$TMP/err" || fail "non-JSON line: $(c
 # Bad usage exits 2.
 for args in "--bogus $TRACE" "" "--page-tokens 0 $TRACE" "--l3 foo $TRACE" "--l1-tokens x $TRACE" \
 	"--kv-bytes-per-token 3 $TRACE" "--multiturn $TRACE" "$TRACE $TRACE" "--l3 file: $TRACE" \
-	"--prefill-tokens-per-s 0 $TRACE" "--l2-tokens"; do
+	"--prefill-tokens-per-s 0 $TRACE" "--l2-tokens" "--mamba-bytes x $TRACE" \
+	"--mamba-host-states 0 $TRACE"; do
 	# shellcheck disable=SC2086
 	"$BIN" replay $args >/dev/null 2>&1
 	rc=$?

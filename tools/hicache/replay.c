@@ -74,6 +74,8 @@ struct replay_args {
 	uint64_t kv_bytes; /* per token, all layers */
 	double prefill_tps;
 	uint64_t clients, rounds, request_tokens, output_tokens;
+	uint64_t mamba_bytes;       /* hybrid: state bytes per request; 0: not hybrid */
+	uint64_t mamba_host_states; /* host state slots; 0: the cache's default */
 };
 
 /* One request: either trace blocks or a prefix of a multi-turn stream. */
@@ -411,8 +413,17 @@ struct replay_buf {
 	uint32_t *tok;
 	uint64_t *slots;
 	uint8_t *page, *want;
+	uint8_t *mstate, *mwant; /* hybrid: mamba_bytes each */
 	double *ttft, *ttft_no;
 };
+
+/* Hybrid: the state after page `pages` of tok (a function of the prefix,
+ * so a state served from any tier can be checked). */
+static void fill_state(uint8_t *dst, size_t len, const uint32_t *tok, uint64_t pages,
+		       uint32_t ps)
+{
+	fill_page(dst, len, tok[pages * ps - 1], pages | 1ull << 31);
+}
 
 /* Returns 0, or a negative errno (said). */
 static int replay_one(const struct replay_args *a, const struct workload *w, uint64_t l1,
@@ -441,6 +452,8 @@ static int replay_one(const struct replay_args *a, const struct workload *w, uin
 	o.prefetch_threshold = ps;
 	o.store = store;
 	o.no_data = a->no_data;
+	o.mamba_bytes = a->mamba_bytes;
+	o.mamba_host_states = a->mamba_host_states;
 	if ((rc = hc_cache_open(&o, &c))) {
 		cli_report("replay: opening the cache", rc);
 		return rc;
@@ -509,6 +522,15 @@ static int replay_one(const struct replay_args *a, const struct workload *w, uin
 					res->verified++;
 			}
 		}
+		if (a->mamba_bytes && !a->no_data && hit_pages) {
+			/* The state at the boundary must be the prefix's. */
+			fill_state(b->mwant, a->mamba_bytes, b->tok, hit_pages, ps);
+			if (hc_cache_mamba_read(req, b->mstate, a->mamba_bytes) ||
+			    memcmp(b->mstate, b->mwant, a->mamba_bytes))
+				res->corrupt++;
+			else
+				res->verified++;
+		}
 		uint64_t full = insert_len(r) / ps;
 		if (full > hit_pages) {
 			int64_t n = hc_cache_alloc(req, full * ps, b->slots, maxpages);
@@ -538,6 +560,18 @@ static int replay_one(const struct replay_args *a, const struct workload *w, uin
 						hc_cache_abort(req);
 						goto out;
 					}
+				}
+			}
+			if (a->mamba_bytes) {
+				/* The state after the request's last full page. */
+				if (!a->no_data)
+					fill_state(b->mstate, a->mamba_bytes, b->tok, full, ps);
+				rc = hc_cache_mamba_write(req, a->no_data ? NULL : b->mstate,
+							  a->no_data ? 0 : a->mamba_bytes);
+				if (rc) {
+					cli_report("replay: Mamba state write", rc);
+					hc_cache_abort(req);
+					goto out;
 				}
 			}
 			int64_t ins = hc_cache_insert(req, b->tok, full * ps);
@@ -645,6 +679,8 @@ static int print_json(const struct replay_args *a, const struct result *res, siz
 	cJSON_AddStringToObject(o, "mode", a->no_data ? "no_data" : "data");
 	cJSON_AddNumberToObject(o, "page_tokens", a->page_tokens);
 	cJSON_AddNumberToObject(o, "kv_bytes_per_token", (double)a->kv_bytes);
+	cJSON_AddNumberToObject(o, "mamba_bytes", (double)a->mamba_bytes);
+	cJSON_AddNumberToObject(o, "mamba_host_states", (double)a->mamba_host_states);
 	cJSON_AddNumberToObject(o, "prefill_tokens_per_s", a->prefill_tps);
 	cJSON *cf = cJSON_AddArrayToObject(o, "configs");
 	for (size_t i = 0; i < n; i++) {
@@ -728,6 +764,11 @@ static void replay_usage(FILE *out)
 		"                           plus N tokens; rounds interleave across clients\n"
 		"      --clients C --rounds R --request-tokens N --output-tokens M\n"
 		"                           (defaults 8, 4, 1024, 256)\n"
+		"      --mamba-bytes N      hybrid (Mamba) model: N state bytes per request,\n"
+		"                           stored after its last full page; a hit ends at the\n"
+		"                           deepest cached state (default 0: not hybrid)\n"
+		"      --mamba-host-states N     host state slots (default: one per host page);\n"
+		"                           states also go to L3 unless --l3 none\n"
 		"      --json               print one JSON object\n"
 		"  -h, --help               print this help and exit\n"
 		"\n"
@@ -741,25 +782,6 @@ static void replay_usage(FILE *out)
 		"exit status: 0 ok, 1 a failure or a corrupt page, 2 bad usage\n");
 }
 
-static bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (!s || !*s)
-		return false;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return false;
-		unsigned d = (unsigned)(*s - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	if (v < min || v > max)
-		return false;
-	*out = v;
-	return true;
-}
 
 static int bad_value(const char *opt, const char *val, const char *want)
 {
@@ -782,6 +804,8 @@ enum {
 	OPT_ROUNDS,
 	OPT_REQ_TOKENS,
 	OPT_OUT_TOKENS,
+	OPT_MAMBA_BYTES,
+	OPT_MAMBA_HOST,
 };
 
 static int parse_args(int argc, char **argv, struct replay_args *a)
@@ -801,6 +825,8 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 		{"rounds", required_argument, NULL, OPT_ROUNDS},
 		{"request-tokens", required_argument, NULL, OPT_REQ_TOKENS},
 		{"output-tokens", required_argument, NULL, OPT_OUT_TOKENS},
+		{"mamba-bytes", required_argument, NULL, OPT_MAMBA_BYTES},
+		{"mamba-host-states", required_argument, NULL, OPT_MAMBA_HOST},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -825,7 +851,7 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 			a->multiturn = true;
 			break;
 		case OPT_PAGE_TOKENS:
-			if (!parse_u64(arg, 1, 1u << 20, &v))
+			if (!cli_parse_u64(arg, 1, 1u << 20, &v))
 				return bad_value("page-tokens", arg, "a number in 1..1048576");
 			a->page_tokens = (uint32_t)v;
 			break;
@@ -833,7 +859,7 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 		case OPT_L2:
 			if (!strcmp(arg, "unlimited"))
 				v = UINT64_MAX;
-			else if (!parse_u64(arg, 1, UINT64_MAX / 2, &v))
+			else if (!cli_parse_u64(arg, 1, UINT64_MAX / 2, &v))
 				return bad_value(c == OPT_L1 ? "l1-tokens" : "l2-tokens", arg,
 						 "a number >= 1 or 'unlimited'");
 			*(c == OPT_L1 ? &a->l1_tokens : &a->l2_tokens) = v;
@@ -851,7 +877,7 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 			}
 			break;
 		case OPT_KV_BYTES:
-			if (!parse_u64(arg, 2, 1u << 24, &v) || v % 2)
+			if (!cli_parse_u64(arg, 2, 1u << 24, &v) || v % 2)
 				return bad_value("kv-bytes-per-token", arg,
 						 "an even number in 2..16777216");
 			a->kv_bytes = v;
@@ -873,11 +899,22 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 			uint64_t *dst[] = {&a->clients, &a->rounds, &a->request_tokens,
 					   &a->output_tokens};
 			int k = c - OPT_CLIENTS;
-			if (!parse_u64(arg, c == OPT_OUT_TOKENS ? 0 : 1, 1u << 24, &v))
+			if (!cli_parse_u64(arg, c == OPT_OUT_TOKENS ? 0 : 1, 1u << 24, &v))
 				return bad_value(names[k], arg, "a number in range");
 			*dst[k] = v;
 			break;
 		}
+		case OPT_MAMBA_BYTES:
+			if (!cli_parse_u64(arg, 0, 1u << 30, &v))
+				return bad_value("mamba-bytes", arg, "a number in 0..1073741824");
+			a->mamba_bytes = v;
+			break;
+		case OPT_MAMBA_HOST:
+			if (!cli_parse_u64(arg, 1, 1u << 30, &v))
+				return bad_value("mamba-host-states", arg,
+						 "a number in 1..1073741824");
+			a->mamba_host_states = v;
+			break;
 		case 'h':
 			replay_usage(stdout);
 			return -1;
@@ -943,9 +980,12 @@ int cmd_replay(int argc, char **argv)
 	b.slots = malloc(maxpages * sizeof(*b.slots));
 	b.page = malloc(ps * a.kv_bytes);
 	b.want = malloc(ps * a.kv_bytes);
+	b.mstate = malloc(a.mamba_bytes ? a.mamba_bytes : 1);
+	b.mwant = malloc(a.mamba_bytes ? a.mamba_bytes : 1);
 	b.ttft = malloc(w.n * sizeof(*b.ttft));
 	b.ttft_no = malloc(w.n * sizeof(*b.ttft_no));
-	if (!b.tok || !b.slots || !b.page || !b.want || !b.ttft || !b.ttft_no) {
+	if (!b.tok || !b.slots || !b.page || !b.want || !b.mstate || !b.mwant || !b.ttft ||
+	    !b.ttft_no) {
 		fprintf(stderr, "hicache replay: out of memory\n");
 		goto out;
 	}
@@ -985,6 +1025,8 @@ out:
 	free(b.slots);
 	free(b.page);
 	free(b.want);
+	free(b.mstate);
+	free(b.mwant);
 	free(b.ttft);
 	free(b.ttft_no);
 	wl_free(&w);
