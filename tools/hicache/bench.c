@@ -262,27 +262,6 @@ static void bench_usage(FILE *out)
 		BENCH_PAGE_BYTES_MAX, BENCH_THREADS_MAX);
 }
 
-/* Strict decimal: digits only, no sign, within [min, max]. */
-static bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (!s || !*s)
-		return false;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return false;
-		unsigned d = (unsigned)(*s - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	if (v < min || v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
 /* A byte count: decimal digits, then optionally K, M, G or T (powers of
  * 1024, either case, "iB" may follow), within [min, max]. */
 static bool parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
@@ -296,7 +275,7 @@ static bool parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 		return false;
 	memcpy(digits, s, n);
 	digits[n] = '\0';
-	if (!parse_u64(digits, 0, UINT64_MAX, &v))
+	if (!cli_parse_u64(digits, 0, UINT64_MAX, &v))
 		return false;
 	s += n;
 	if (*s) {
@@ -372,7 +351,7 @@ static int parse_option(struct bench_args *a, int c, const char *arg)
 		a->have_op = true;
 		return 0;
 	case 'n':
-		if (!parse_u64(arg, 1, UINT64_MAX / 2, &a->pages))
+		if (!cli_parse_u64(arg, 1, UINT64_MAX / 2, &a->pages))
 			return bad_value("pages", arg, "a number of at least 1");
 		return 0;
 	case 'p':
@@ -399,7 +378,7 @@ static int parse_option(struct bench_args *a, int c, const char *arg)
 		a->dirs[a->ndirs++] = arg;
 		return 0;
 	case 'B':
-		if (!parse_u64(arg, 1, 1u << 20, &a->batch))
+		if (!cli_parse_u64(arg, 1, 1u << 20, &a->batch))
 			return bad_value("batch", arg, "a number in 1..1048576");
 		return 0;
 	case 'l':
@@ -408,7 +387,7 @@ static int parse_option(struct bench_args *a, int c, const char *arg)
 					 "layer_first, page_first or page_first_direct");
 		return 0;
 	case 't':
-		if (!parse_u64(arg, 1, BENCH_THREADS_MAX, &v))
+		if (!cli_parse_u64(arg, 1, BENCH_THREADS_MAX, &v))
 			return bad_value("threads", arg, "a number in 1..1024");
 		a->threads = (unsigned)v;
 		return 0;
@@ -418,7 +397,7 @@ static int parse_option(struct bench_args *a, int c, const char *arg)
 		a->engine = arg;
 		return 0;
 	case 's':
-		if (!parse_u64(arg, 0, UINT64_MAX, &a->seed))
+		if (!cli_parse_u64(arg, 0, UINT64_MAX, &a->seed))
 			return bad_value("seed", arg, "a number in 0..2^64-1");
 		return 0;
 	case OPT_DIRECT:

@@ -3,6 +3,9 @@
 #ifndef HC_TOOLS_COMMANDS_H
 #define HC_TOOLS_COMMANDS_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 struct cli_command {
 	const char *name;
 	const char *summary;
@@ -16,6 +19,9 @@ int cmd_fsck(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+
+/* A whole decimal string in [min, max] (no sign, no spaces, no overflow). */
+bool cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
 /* Print "hicache: <what>: <hc_last_error() or hc_strerror(rc)>" to stderr. */
 void cli_report(const char *what, int rc);
