@@ -19,6 +19,8 @@
 #
 # usage: bench/store_extras.sh [--quick] [--dir DIR] [--out FILE] [--runs N] [--bin HICACHE] [--keep]
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -50,31 +52,7 @@ command -v python3 >/dev/null 2>&1 || { echo "store_extras.sh: needs python3 (JS
 root=0
 [ "$(id -u)" = 0 ] && root=1
 
-made_base=0
-if [ -z "$base" ]; then
-	base=$(mktemp -d /var/tmp/hicache-extras.XXXXXX)
-	made_base=1
-else
-	mkdir -p "$base"
-	base=$(cd "$base" && pwd)
-fi
-fstype=$(stat -f -c %T "$base")
-if [ "$fstype" = tmpfs ] || [ "$fstype" = ramfs ]; then
-	echo "store_extras.sh: $base is on $fstype; use --dir on a disk file system" >&2
-	[ $made_base = 1 ] && rmdir "$base"
-	exit 1
-fi
-work=$(mktemp -d "$base/run.XXXXXX")
-cleanup() {
-	if [ $keep = 1 ]; then
-		echo "files kept under $work" >&2
-	else
-		rm -rf "$work"
-		[ $made_base = 1 ] && rmdir "$base" 2>/dev/null
-	fi
-	return 0
-}
-trap cleanup EXIT
+bench_workdir store-extras
 
 cases="64K:2048 2M:256"
 [ $quick = 1 ] && cases="64K:256 2M:32"
@@ -110,8 +88,6 @@ hc() {
 	python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print("%.4f" % d[sys.argv[2]])' "$o" "$field"
 }
 
-median() { python3 -c 'import statistics, sys; print("%.3f" % statistics.median(map(float, sys.argv[1:])))' "$@"; }
-ratio() { python3 -c 'import sys; a, b = map(float, sys.argv[1:]); print("%.2f" % (a / b) if b else "n/a")' "$1" "$2"; }
 rotate() { # rotate N WORDS...: the words, starting at the N-th (mod count)
 	local n=$1
 	shift

@@ -24,6 +24,8 @@
 # usage: bench/vs_fio.sh [--quick] [--dir DIR] [--out FILE] [--runs N] [--batch B]
 #                        [--bin HICACHE] [--cases LIST] [--cold-meta] [--keep]
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -100,31 +102,7 @@ root=0
 [ "$(id -u)" = 0 ] && root=1
 
 # ---- directories: every run's, created now ----
-made_base=0
-if [ -z "$base" ]; then
-	base=$(mktemp -d /var/tmp/hicache-vs-fio.XXXXXX)
-	made_base=1
-else
-	mkdir -p "$base"
-	base=$(cd "$base" && pwd)
-fi
-fstype=$(stat -f -c %T "$base")
-if [ "$fstype" = tmpfs ] || [ "$fstype" = ramfs ]; then
-	echo "vs_fio.sh: $base is on $fstype; use --dir on a disk file system" >&2
-	[ $made_base = 1 ] && rmdir "$base"
-	exit 1
-fi
-work=$(mktemp -d "$base/run.XXXXXX")
-cleanup() {
-	if [ $keep = 1 ]; then
-		echo "files kept under $work" >&2
-		return
-	fi
-	rm -rf "$work"
-	[ $made_base = 1 ] && rmdir "$base" 2>/dev/null
-	return 0
-}
-trap cleanup EXIT
+bench_workdir vs-fio
 
 # size:files. Each case moves 128-512 MiB; --quick moves 1/8 of it.
 if [ -z "$cases" ]; then
@@ -214,14 +192,6 @@ fio_run() { # op dir size files -> GB/s
 		else 'short')(d['jobs'][0]['$dirn'])"
 }
 
-median() {
-	python3 -c 'import statistics, sys; print("%.3f" % statistics.median(map(float, sys.argv[1:])))' \
-		"$@"
-}
-ratio() {
-	python3 -c 'import sys; a, b = map(float, sys.argv[1:]); print("%.2f" % (a / b) if b else "n/a")' \
-		"$1" "$2"
-}
 
 mnt=$(findmnt -no SOURCE,FSTYPE,OPTIONS -T "$work" 2>/dev/null || echo "?")
 echo "# hicache vs fio: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, kernel $(uname -r), $(fio --version)"

@@ -168,6 +168,8 @@ static int io_ring_new(unsigned depth, struct io_ring **out, char *why, size_t w
 	struct io_uring_params p = {.flags = IORING_SETUP_SUBMIT_ALL};
 	rc = io_uring_queue_init_params(depth * 4, &r->ring, &p);
 	if (rc) {
+		/* The kernel's own answers; the engine then falls back to threads
+		 * (AUTO) or reports why io_uring cannot be used (URING). */
 		if (rc == -ENOSYS)
 			snprintf(why, why_len, "io_uring_setup is not implemented by this kernel");
 		else if (rc == -EPERM || rc == -EACCES)

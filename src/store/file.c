@@ -463,18 +463,15 @@ static int file_remove(void *p, struct store_obj *objs, size_t n)
 
 /* ---- the cleaner ---- */
 
-static bool over_watermark(const struct file_be *fb, double pct, size_t *which)
+static bool over_watermark(const struct file_be *fb, double pct)
 {
 	for (size_t i = 0; i < fb->ndirs; i++) {
 		struct statvfs sv;
 		if (fstatvfs(fb->dirfds[i], &sv) || sv.f_blocks == 0)
 			continue;
 		double used = 100.0 * (double)(sv.f_blocks - sv.f_bavail) / (double)sv.f_blocks;
-		if (used >= pct) {
-			if (which)
-				*which = i;
+		if (used >= pct)
 			return true;
-		}
 	}
 	return false;
 }
@@ -487,7 +484,6 @@ static void clean_once(struct file_be *fb)
 	struct file_scan scan;
 	if (file_scan_dirs((const char *const *)fb->dirs, fb->ndirs, &scan))
 		return;
-	atomic_store(&fb->used_bytes, scan.object_bytes);
 	if (fb->capacity_bytes && scan.object_bytes > fb->capacity_bytes) {
 		/* Hysteresis: delete down to the low/high fraction of the cap. */
 		uint64_t target = (uint64_t)((double)fb->capacity_bytes * fb->low_pct / fb->high_pct);
@@ -497,7 +493,7 @@ static void clean_once(struct file_be *fb)
 			 (double)fb->capacity_bytes / 1e9, (unsigned long long)pages,
 			 (unsigned long long)bytes);
 	}
-	if (over_watermark(fb, fb->high_pct, NULL)) {
+	if (over_watermark(fb, fb->high_pct)) {
 		uint64_t pages = 0, bytes = 0;
 		file_scan_evict(&scan, 0, over_watermark_cb, fb, &pages, &bytes);
 		log_info("file store cleaner: file system above %g%%: deleted %llu pages", fb->high_pct,
@@ -511,7 +507,7 @@ static void clean_once(struct file_be *fb)
 static bool over_watermark_cb(void *arg)
 {
 	const struct file_be *fb = arg;
-	return over_watermark(fb, fb->low_pct, NULL);
+	return over_watermark(fb, fb->low_pct);
 }
 
 static void *cleaner_main(void *arg)
