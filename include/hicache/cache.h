@@ -72,7 +72,8 @@ enum hc_cache_write_policy {
 enum hc_cache_stop_policy {
 	HC_STOP_BEST_EFFORT,   /* use what has arrived; revoke the rest */
 	HC_STOP_WAIT_COMPLETE, /* wait for the whole prefetch */
-	HC_STOP_TIMEOUT,       /* wait up to 2.0 s + 0.1 s per 1024 tokens (<= 30 s), then revoke */
+	HC_STOP_TIMEOUT,       /* wait up to 2.0 s + 0.1 s per 1024 tokens (<= 30 s), then
+				* revoke (the figures are options) */
 };
 
 enum hc_copy_dir {
@@ -128,6 +129,11 @@ struct hc_cache_opts {
 	size_t mamba_bytes;
 	uint64_t mamba_dev_states;  /* default (0): device pages */
 	uint64_t mamba_host_states; /* default (0): host pages */
+	/* HC_STOP_TIMEOUT waits base + per_ki_token x (tail tokens / 1024)
+	 * seconds from the match, at most max (defaults 2.0, 0.1, 30). */
+	double prefetch_timeout_base_s;
+	double prefetch_timeout_per_ki_token_s;
+	double prefetch_timeout_max_s;
 };
 
 HC_API void hc_cache_opts_init(struct hc_cache_opts *opts, size_t size);
@@ -242,7 +248,9 @@ struct hc_cache_stats {
 	uint64_t mamba_dev_used, mamba_host_used;
 	uint64_t mamba_l3_write, mamba_l3_read;
 };
-HC_API int hc_cache_stats(struct hc_cache *cache, struct hc_cache_stats *out);
+/* size = sizeof(*out) as the caller was built: a struct from an older
+ * header gets the fields it has; fields the library does not know are 0. */
+HC_API int hc_cache_stats(struct hc_cache *cache, struct hc_cache_stats *out, size_t size);
 
 #ifdef __cplusplus
 }

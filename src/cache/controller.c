@@ -6,8 +6,10 @@
  *                                      | hits >= threshold: reserve host slots
  *                                      v
  *                                  I/O thread: get (chunks) -> insert_host
- *   insert --(write policy)------> backup thread: device -> host copy,
- *                                      then host -> L3 set
+ *   insert --(write policy)------> backup thread: device -> host copy
+ *                                      |
+ *                                      v
+ *                                  L3 thread: host -> L3 set
  *   load ------------------------> copy thread (device.c): host -> device,
  *                                      per-layer counters
  *
@@ -18,6 +20,9 @@
  *     completion, a stop policy's revoke, or an abort;
  *   - a device->host backup holds a device lock on its node until the
  *     copy is acknowledged (radix_set_slots), so the node cannot go away;
+ *     device copies have their own thread so that they never queue behind
+ *     slow L3 writes, and a device allocation that finds only such locked
+ *     pages waits for the backups instead of failing;
  *   - a host->L3 set holds no tree reference: it keeps the page keys and
  *     marks its host slots busy; if the tree frees a busy slot meanwhile,
  *     freeing is deferred until the set ends (never a reused slot's bytes
@@ -39,7 +44,8 @@
  * Caveats: backed-up state is not recorded in the tree (host eviction may
  * drop pages whether or not they reached L3; they are found again through
  * exists). In hybrid mode a prefetch that cannot reserve the whole L3
- * prefix is skipped (a shorter one would end without a state).
+ * prefix asks the store again within what fits, so that the shorter one
+ * still ends at a page with a state.
  */
 #define _GNU_SOURCE
 #include "cache/controller.h"
@@ -69,6 +75,10 @@ struct ctl_job {
 	/* host -> L3 */
 	struct hc_key *keys;
 	uint64_t *host;
+};
+
+struct ctl_queue {
+	struct ctl_job *head, *tail;
 };
 
 struct hc_cache_req {
@@ -143,13 +153,14 @@ struct hc_cache {
 	struct radix_node **pend; /* nodes with a device->host backup queued */
 	size_t npend, cap_pend;
 
-	struct ctl_job *jobs, *jobs_tail;
+	struct ctl_queue q_d2h, q_l3;
 	size_t backups_running;
+	bool d2h_done; /* the backup thread has exited: nothing more for the L3 queue */
 	struct hc_cache_req *q_query, *q_io;
 	size_t pf_running;
 	bool stop;
 	bool query_done; /* the query thread has exited: no more I/O work */
-	pthread_t th_backup, th_query, th_io;
+	pthread_t th_backup, th_l3, th_query, th_io;
 	unsigned nthreads;
 	struct hc_cache_stats st;
 };
@@ -398,12 +409,13 @@ static void ctl_job_free(struct ctl_job *j)
 
 static void ctl_job_push(struct hc_cache *c, struct ctl_job *j)
 {
+	struct ctl_queue *q = j->l3_only ? &c->q_l3 : &c->q_d2h;
 	j->next = NULL;
-	if (c->jobs_tail)
-		c->jobs_tail->next = j;
+	if (q->tail)
+		q->tail->next = j;
 	else
-		c->jobs = j;
-	c->jobs_tail = j;
+		q->head = j;
+	q->tail = j;
 	c->st.backups_pending++;
 	pthread_cond_broadcast(&c->cond);
 }
@@ -519,12 +531,21 @@ static int ctl_write_back(void *arg, const struct radix_node *node, uint64_t *ho
 	return 0;
 }
 
+/* c->lock held; dropped while waiting for backups (callers hold pins and
+ * locks on what they need, nothing else). */
 static int ctl_dev_alloc(struct hc_cache *c, size_t n, uint64_t *out)
 {
-	uint64_t avail = dev_available(c->dev);
-	if (avail < n)
-		radix_evict_device(c->tree, n - avail, &c->ops);
-	return dev_alloc(c->dev, n, out);
+	for (;;) {
+		uint64_t avail = dev_available(c->dev);
+		if (avail < n)
+			radix_evict_device(c->tree, n - avail, &c->ops);
+		int rc = dev_alloc(c->dev, n, out);
+		/* Pages whose host copy is still in flight are locked until it
+		 * is acknowledged: once it is they can go. */
+		if (rc != -ENOSPC || c->npend == 0 || c->stop)
+			return rc;
+		pthread_cond_wait(&c->cond, &c->lock);
+	}
 }
 
 static bool ctl_pending(struct hc_cache *c, const struct radix_node *n)
@@ -690,22 +711,23 @@ static void ctl_run_d2h(struct hc_cache *c, struct ctl_job *j)
 	free(taken);
 }
 
-static void *ctl_backup_thread(void *arg)
+/* Runs one queue until stopped and drained; the L3 queue also waits for
+ * the backup thread to exit, since its device copies queue L3 sets. */
+static void ctl_run_queue(struct hc_cache *c, struct ctl_queue *q, bool l3)
 {
-	struct hc_cache *c = arg;
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
-		while (!c->jobs && !c->stop)
+		while (!q->head && !(c->stop && (!l3 || c->d2h_done)))
 			pthread_cond_wait(&c->cond, &c->lock);
-		struct ctl_job *j = c->jobs;
+		struct ctl_job *j = q->head;
 		if (!j)
 			break;
-		c->jobs = j->next;
-		if (!c->jobs)
-			c->jobs_tail = NULL;
+		q->head = j->next;
+		if (!q->head)
+			q->tail = NULL;
 		c->backups_running++;
 		pthread_mutex_unlock(&c->lock);
-		if (j->l3_only)
+		if (l3)
 			ctl_run_l3(c, j);
 		else
 			ctl_run_d2h(c, j);
@@ -716,6 +738,19 @@ static void *ctl_backup_thread(void *arg)
 		pthread_cond_broadcast(&c->cond);
 	}
 	pthread_mutex_unlock(&c->lock);
+}
+
+static void *ctl_backup_thread(void *arg)
+{
+	struct hc_cache *c = arg;
+	ctl_run_queue(c, &c->q_d2h, false);
+	return NULL;
+}
+
+static void *ctl_l3_thread(void *arg)
+{
+	struct hc_cache *c = arg;
+	ctl_run_queue(c, &c->q_l3, true);
 	return NULL;
 }
 
@@ -743,6 +778,25 @@ static void ctl_pf_finish(struct hc_cache *c, struct hc_cache_req *r)
 	r->pf = PF_DONE;
 	c->pf_running--;
 	pthread_cond_broadcast(&c->cond);
+}
+
+/* Host pages a prefetch of want pages can reserve now (c->lock held):
+ * at most half the host pool over all prefetches in flight, evicting
+ * host pages to make room; 0 when that is under the threshold. */
+static size_t ctl_pf_fit(struct hc_cache *c, size_t want)
+{
+	uint64_t cap = c->host_pages / 2 > c->reserved ? c->host_pages / 2 - c->reserved : 0;
+	size_t h = want < cap ? want : (size_t)cap;
+	if (h * c->ps < c->o.prefetch_threshold)
+		return 0;
+	uint64_t avail = hc_slots_available(c->host_slots);
+	if (avail < h) {
+		radix_evict_host(c->tree, h - avail, &c->ops);
+		avail = hc_slots_available(c->host_slots);
+	}
+	if (avail < h)
+		h = (size_t)avail;
+	return h * c->ps < c->o.prefetch_threshold ? 0 : h;
 }
 
 static void *ctl_query_thread(void *arg)
@@ -782,21 +836,20 @@ static void *ctl_query_thread(void *arg)
 		}
 
 		pthread_mutex_lock(&c->lock);
-		/* Reserve at most half the host pool over all prefetches. */
-		uint64_t cap = c->host_pages / 2 > c->reserved ? c->host_pages / 2 - c->reserved : 0;
-		size_t h = (uint64_t)hits < cap ? (size_t)hits : (size_t)cap;
-		if (!r->revoked && h * c->ps >= c->o.prefetch_threshold) {
+		size_t h = r->revoked ? 0 : ctl_pf_fit(c, (size_t)hits);
+		if (c->hybrid && h && h < (size_t)hits) {
+			/* A shorter prefetch must also end at a page with a state:
+			 * ask again within what fits. */
+			pthread_mutex_unlock(&c->lock);
+			hits = ctl_l3_exists_mamba(c, r->pf_keys, h);
+			pthread_mutex_lock(&c->lock);
+			h = r->revoked || hits <= 0 ? 0 : ctl_pf_fit(c, (size_t)hits);
+			if (h < (size_t)hits)
+				h = 0;
+		}
+		if (h) {
 			r->pf_slots = malloc(h * sizeof(*r->pf_slots));
-			uint64_t avail = hc_slots_available(c->host_slots);
-			if (avail < h)
-				radix_evict_host(c->tree, h - avail, &c->ops);
-			avail = hc_slots_available(c->host_slots);
-			if (avail < h)
-				h = (size_t)avail;
-			/* Hybrid: a shorter prefix would end without a state. */
-			if (!r->pf_slots || h * c->ps < c->o.prefetch_threshold ||
-			    (c->hybrid && h < (size_t)hits) ||
-			    hc_slots_alloc(c->host_slots, h, r->pf_slots))
+			if (!r->pf_slots || hc_slots_alloc(c->host_slots, h, r->pf_slots))
 				h = 0;
 			if (h && c->hybrid) {
 				if (ctl_mhost_alloc(c, &r->pf_mslot)) {
@@ -806,8 +859,6 @@ static void *ctl_query_thread(void *arg)
 					r->pf_mamba = true;
 				}
 			}
-		} else {
-			h = 0;
 		}
 		if (h) {
 			r->pf_pages = h;
@@ -965,6 +1016,16 @@ void hc_cache_opts_init(struct hc_cache_opts *o, size_t size)
 					.layout = HC_LAYOUT_PAGE_FIRST};
 	o->write_policy = HC_WRITE_THROUGH;
 	o->prefetch_threshold = 256;
+	o->prefetch_timeout_base_s = 2.0;
+	o->prefetch_timeout_per_ki_token_s = 0.1;
+	o->prefetch_timeout_max_s = 30.0;
+}
+
+double ctl_timeout_s(const struct hc_cache_opts *o, size_t tokens)
+{
+	double s = o->prefetch_timeout_base_s +
+		   o->prefetch_timeout_per_ki_token_s * (double)tokens / 1024.0;
+	return s < o->prefetch_timeout_max_s ? s : o->prefetch_timeout_max_s;
 }
 
 static void ctl_stop_threads(struct hc_cache *c)
@@ -986,6 +1047,12 @@ static void ctl_stop_threads(struct hc_cache *c)
 		pthread_join(c->th_io, NULL);
 	if (c->nthreads > 0)
 		pthread_join(c->th_backup, NULL);
+	pthread_mutex_lock(&c->lock);
+	c->d2h_done = true;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	if (c->nthreads > 3)
+		pthread_join(c->th_l3, NULL);
 	c->nthreads = 0;
 }
 
@@ -1066,6 +1133,10 @@ int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
 		return util_fail(-EINVAL, "cache: device_tokens and host_tokens must hold a page");
 	if (o->kv.layers == 0)
 		return util_fail(-EINVAL, "cache: kv.layers must be > 0");
+	/* Written so that NaN fails too. */
+	if (!(o->prefetch_timeout_base_s >= 0 && o->prefetch_timeout_per_ki_token_s >= 0 &&
+	      o->prefetch_timeout_max_s >= 0 && o->prefetch_timeout_max_s <= 86400))
+		return util_fail(-EINVAL, "cache: prefetch_timeout_* must be in 0..86400 seconds");
 
 	struct hc_cache *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -1133,6 +1204,9 @@ int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
 	if ((rc = -pthread_create(&c->th_io, NULL, ctl_io_thread, c)))
 		goto err_thread;
 	c->nthreads = 3;
+	if ((rc = -pthread_create(&c->th_l3, NULL, ctl_l3_thread, c)))
+		goto err_thread;
+	c->nthreads = 4;
 	*out = c;
 	return 0;
 err_thread:
@@ -1308,9 +1382,7 @@ int64_t hc_cache_prefetch_wait(struct hc_cache_req *r, enum hc_cache_stop_policy
 		while (r->pf == PF_QUERY || r->pf == PF_IO)
 			pthread_cond_wait(&c->cond, &c->lock);
 	} else if (policy == HC_STOP_TIMEOUT) {
-		double secs = 2.0 + 0.1 * (double)((r->npages - r->pf_first) * c->ps) / 1024.0;
-		if (secs > 30.0)
-			secs = 30.0;
+		double secs = ctl_timeout_s(&c->o, (r->npages - r->pf_first) * c->ps);
 		struct timespec dl = r->start;
 		dl.tv_sec += (time_t)secs;
 		dl.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
@@ -1669,7 +1741,7 @@ int hc_cache_flush(struct hc_cache *c)
 	if (!c)
 		return util_fail(-EINVAL, "hc_cache_flush: NULL cache");
 	pthread_mutex_lock(&c->lock);
-	while (c->jobs || c->backups_running || c->pf_running)
+	while (c->q_d2h.head || c->q_l3.head || c->backups_running || c->pf_running)
 		pthread_cond_wait(&c->cond, &c->lock);
 	pthread_mutex_unlock(&c->lock);
 	return 0;
@@ -1695,20 +1767,23 @@ int64_t hc_cache_evict_host(struct hc_cache *c, size_t ntokens)
 	return n < 0 ? n : n * c->ps;
 }
 
-int hc_cache_stats(struct hc_cache *c, struct hc_cache_stats *out)
+int hc_cache_stats(struct hc_cache *c, struct hc_cache_stats *out, size_t size)
 {
 	if (!c || !out)
 		return util_fail(-EINVAL, "hc_cache_stats: NULL argument");
+	struct hc_cache_stats st;
 	pthread_mutex_lock(&c->lock);
-	*out = c->st;
-	out->reserved_pages = c->reserved;
-	out->dev_pages_used = dev_pages(c->dev) - dev_available(c->dev);
-	out->host_pages_used = c->host_pages - hc_slots_available(c->host_slots);
+	st = c->st;
+	st.reserved_pages = c->reserved;
+	st.dev_pages_used = dev_pages(c->dev) - dev_available(c->dev);
+	st.host_pages_used = c->host_pages - hc_slots_available(c->host_slots);
 	if (c->hybrid) {
-		out->mamba_dev_used = hc_slots_count(c->mdev_slots) -
-				      hc_slots_available(c->mdev_slots);
-		out->mamba_host_used = c->mhost_n - hc_slots_available(c->mhost_slots);
+		st.mamba_dev_used = hc_slots_count(c->mdev_slots) -
+				    hc_slots_available(c->mdev_slots);
+		st.mamba_host_used = c->mhost_n - hc_slots_available(c->mhost_slots);
 	}
 	pthread_mutex_unlock(&c->lock);
+	memset(out, 0, size);
+	memcpy(out, &st, size < sizeof(st) ? size : sizeof(st));
 	return 0;
 }

@@ -1,6 +1,6 @@
 /*
  * cache/controller — private pieces of the hierarchy controller shared
- * with its tests: the no_data L3 key set.
+ * with its tests: the no_data L3 key set and the timeout stop policy's wait.
  */
 #ifndef HC_SRC_CACHE_CONTROLLER_H
 #define HC_SRC_CACHE_CONTROLLER_H
@@ -17,5 +17,8 @@ int ctl_keyset_create(struct ctl_keyset **out);
 void ctl_keyset_destroy(struct ctl_keyset *s);
 int ctl_keyset_add(struct ctl_keyset *s, const struct hc_key *k);
 bool ctl_keyset_has(struct ctl_keyset *s, const struct hc_key *k);
+
+/* HC_STOP_TIMEOUT: seconds from the match for a prefetch of `tokens`. */
+double ctl_timeout_s(const struct hc_cache_opts *o, size_t tokens);
 
 #endif

@@ -605,7 +605,7 @@ account:;
 	res->seconds = (double)(now_ns() - t_start) / 1e9;
 
 	struct hc_cache_stats st;
-	hc_cache_stats(c, &st);
+	hc_cache_stats(c, &st, sizeof(st));
 	if (a->no_data) {
 		/* No bytes move: model them from the tokens each tier served. */
 		res->bytes_h2d = (res->hit[1] + res->hit[2]) * a->kv_bytes;

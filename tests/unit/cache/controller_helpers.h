@@ -21,8 +21,10 @@ struct ct {
 	size_t page_bytes;
 };
 
-static inline void ct_open(struct ct *t, enum hc_cache_write_policy wp, bool store,
-			   bool no_data, uint64_t dev_tokens, uint64_t host_tokens)
+/* mamba_bytes > 0: hybrid, with host_states host state slots (0: default). */
+static inline void ct_open_hybrid(struct ct *t, enum hc_cache_write_policy wp, bool store,
+				  bool no_data, uint64_t dev_tokens, uint64_t host_tokens,
+				  size_t mamba_bytes, uint64_t host_states)
 {
 	memset(t, 0, sizeof(*t));
 	if (store) {
@@ -44,10 +46,18 @@ static inline void ct_open(struct ct *t, enum hc_cache_write_policy wp, bool sto
 	o.prefetch_threshold = 2 * CT_PS;
 	o.store = t->st;
 	o.no_data = no_data;
+	o.mamba_bytes = mamba_bytes;
+	o.mamba_host_states = host_states;
 	int rc = hc_cache_open(&o, &t->c);
 	if (rc)
 		fail_msg("hc_cache_open: %s (%s)", hc_strerror(rc), hc_last_error());
 	t->page_bytes = hc_cache_page_bytes(t->c);
+}
+
+static inline void ct_open(struct ct *t, enum hc_cache_write_policy wp, bool store,
+			   bool no_data, uint64_t dev_tokens, uint64_t host_tokens)
+{
+	ct_open_hybrid(t, wp, store, no_data, dev_tokens, host_tokens, 0, 0);
 }
 
 /* Everything is given back once the cache is flushed and emptied. */
@@ -61,7 +71,7 @@ static inline void ct_assert_empty(struct ct *t)
 	assert_true(hc_cache_evict_host(t->c, 1u << 20) >= 0);
 	/* Slots an L3 set was reading are freed when it ends. */
 	assert_int_equal(hc_cache_flush(t->c), 0);
-	assert_int_equal(hc_cache_stats(t->c, &s), 0);
+	assert_int_equal(hc_cache_stats(t->c, &s, sizeof(s)), 0);
 	assert_int_equal(s.reserved_pages, 0);
 	assert_int_equal(s.dev_pages_used, 0);
 	assert_int_equal(s.host_pages_used, 0);

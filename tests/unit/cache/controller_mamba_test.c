@@ -7,34 +7,16 @@
 
 #define MB 48 /* bytes per state */
 
-static void mt_open_wp(struct ct *t, enum hc_cache_write_policy wp, bool store,
-		      uint64_t host_states)
+static void mt_open_sized(struct ct *t, enum hc_cache_write_policy wp, bool store,
+			  uint64_t host_states, uint64_t dev_tokens, uint64_t host_tokens)
 {
-	memset(t, 0, sizeof(*t));
-	if (store) {
-		struct hc_store_opts so;
-		hc_store_opts_init(&so, sizeof(so));
-		so.backend = "mem";
-		so.model = "mt";
-		so.tp_size = 1;
-		assert_int_equal(hc_store_open(&so, &t->st), 0);
-	}
-	struct hc_cache_opts o;
-	hc_cache_opts_init(&o, sizeof(o));
-	o.page_size = CT_PS;
-	o.kv = (struct hc_kv_geometry){.layers = CT_LAYERS, .heads = 2, .head_dim = 8,
-				       .elem_bytes = 2, .layout = HC_LAYOUT_PAGE_FIRST};
-	o.device_tokens = 128;
-	o.host_tokens = 256;
-	o.write_policy = wp;
-	o.prefetch_threshold = 2 * CT_PS;
-	o.store = t->st;
-	o.mamba_bytes = MB;
-	o.mamba_host_states = host_states;
-	int rc = hc_cache_open(&o, &t->c);
-	if (rc)
-		fail_msg("hc_cache_open: %s (%s)", hc_strerror(rc), hc_last_error());
-	t->page_bytes = hc_cache_page_bytes(t->c);
+	ct_open_hybrid(t, wp, store, false, dev_tokens, host_tokens, MB, host_states);
+}
+
+static void mt_open_wp(struct ct *t, enum hc_cache_write_policy wp, bool store,
+		       uint64_t host_states)
+{
+	mt_open_sized(t, wp, store, host_states, 128, 256);
 }
 
 static void mt_open(struct ct *t, bool store, uint64_t host_states)
@@ -113,7 +95,7 @@ static void mt_assert_empty(struct ct *t)
 {
 	struct hc_cache_stats s;
 	ct_assert_empty(t);
-	assert_int_equal(hc_cache_stats(t->c, &s), 0);
+	assert_int_equal(hc_cache_stats(t->c, &s, sizeof(s)), 0);
 	assert_int_equal(s.mamba_dev_used, 0);
 	assert_int_equal(s.mamba_host_used, 0);
 }
@@ -172,13 +154,13 @@ static void tombstone(void **state)
 	mt_cycle(&t, a, 48, 0); /* A's node is internal now */
 	mt_cycle(&t, d, 20, 31); /* takes the one host state slot from A */
 	assert_int_equal(hc_cache_flush(t.c), 0);
-	assert_int_equal(hc_cache_stats(t.c, &s), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
 	assert_int_equal(s.mamba_host_used, 1);
 	assert_int_equal(s.mamba_dev_used, 2);
 	assert_int_equal(mt_usable(&t, a, 48, 21), 40); /* device state still there */
 
 	assert_true(hc_cache_evict_device(t.c, 1u << 20) > 0);
-	assert_int_equal(hc_cache_stats(t.c, &s), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
 	assert_int_equal(s.mamba_dev_used, 0);
 	assert_int_equal(s.host_pages_used, 12 + 5); /* A's KV stays on host */
 	assert_int_equal(mt_usable(&t, a, 48, 0), 0);
@@ -206,12 +188,12 @@ static void host_lru(void **state)
 	assert_int_equal(mt_usable(&t, a, 20, 41), 20); /* touches A: B is LRU */
 	mt_cycle(&t, c, 20, 61);
 	assert_int_equal(hc_cache_flush(t.c), 0);
-	assert_int_equal(hc_cache_stats(t.c, &s), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
 	assert_int_equal(s.mamba_host_used, 2);
 	assert_int_equal(mt_usable(&t, b, 20, 0), 0);
 	assert_int_equal(mt_usable(&t, a, 20, 41), 20);
 	assert_int_equal(mt_usable(&t, c, 20, 61), 20);
-	assert_int_equal(hc_cache_stats(t.c, &s), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
 	assert_int_equal(s.host_pages_used, 10); /* B's pages went with its state */
 	mt_assert_empty(&t);
 	ct_close(&t);
@@ -231,12 +213,12 @@ static void l3_roundtrip(void **state)
 	mt_cycle(&t, a, 40, 71);
 	mt_cycle(&t, a, 48, 0);
 	mt_assert_empty(&t); /* all of it now lives in L3 only */
-	assert_int_equal(hc_cache_stats(t.c, &s), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
 	assert_int_equal(s.mamba_l3_write, 1);
 	assert_int_equal(s.pages_l3_write, 12);
 
 	assert_int_equal(mt_usable(&t, a, 48, 71), 40);
-	assert_int_equal(hc_cache_stats(t.c, &s), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
 	assert_int_equal(s.mamba_l3_read, 1);
 	assert_int_equal(s.hit_tokens[2], 40);
 	/* The prefetched state is in the tree now: a full cycle loads the
@@ -257,6 +239,38 @@ static void l3_roundtrip(void **state)
 	mt_state(want, 72);
 	assert_memory_equal(want, got, MB);
 	hc_cache_release(r);
+	mt_assert_empty(&t);
+	ct_close(&t);
+}
+
+/* The L3 prefix (16 pages, states after pages 8 and 16) is more than a
+ * prefetch may reserve (half of 24 host pages): the prefetch is shortened
+ * to the deepest state that fits, not skipped. */
+static void shortened_prefetch(void **state)
+{
+	(void)state;
+	struct ct t;
+	struct hc_cache_stats s;
+	uint32_t a[64];
+	mt_open_sized(&t, HC_WRITE_THROUGH, true, 0, 128, 24 * CT_PS);
+	ct_tokens(a, 64, 9);
+	mt_cycle(&t, a, 32, 91);
+	mt_cycle(&t, a, 64, 92);
+	mt_assert_empty(&t);
+
+	struct hc_cache_req *r;
+	uint8_t want[MB], got[MB];
+	assert_int_equal(hc_cache_match(t.c, a, 64, &r), 0);
+	assert_int_equal(hc_cache_prefetch_wait(r, HC_STOP_WAIT_COMPLETE), 32);
+	assert_int_equal(hc_cache_mamba_read(r, got, MB), 0);
+	mt_state(want, 91);
+	assert_memory_equal(want, got, MB);
+	assert_int_equal(hc_cache_load(r), 32);
+	assert_int_equal(hc_cache_layer_wait(r, CT_LAYERS), 0);
+	hc_cache_release(r);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
+	assert_int_equal(s.hit_tokens[2], 32);
+	assert_int_equal(s.mamba_l3_read, 1);
 	mt_assert_empty(&t);
 	ct_close(&t);
 }
@@ -305,11 +319,11 @@ static void write_back_and_selective(void **state)
 	ct_tokens(a, 40, 10);
 	mt_open_wp(&t, HC_WRITE_BACK, true, 0);
 	mt_cycle(&t, a, 40, 101);
-	assert_int_equal(hc_cache_stats(t.c, &s), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
 	assert_int_equal(s.mamba_host_used, 0);
 	assert_true(hc_cache_evict_device(t.c, 1u << 20) > 0);
 	assert_int_equal(hc_cache_flush(t.c), 0);
-	assert_int_equal(hc_cache_stats(t.c, &s), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
 	assert_int_equal(s.mamba_host_used, 1);
 	assert_int_equal(s.mamba_l3_write, 1);
 	assert_int_equal(mt_usable(&t, a, 40, 101), 40);
@@ -320,13 +334,13 @@ static void write_back_and_selective(void **state)
 
 	mt_open_wp(&t, HC_WRITE_THROUGH_SELECTIVE, false, 0);
 	mt_cycle(&t, a, 40, 102);
-	assert_int_equal(hc_cache_stats(t.c, &s), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
 	assert_int_equal(s.mamba_host_used, 0);
 	assert_int_equal(mt_usable(&t, a, 40, 102), 40); /* hits: 1 */
-	assert_int_equal(hc_cache_stats(t.c, &s), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
 	assert_int_equal(s.mamba_host_used, 0);
 	assert_int_equal(mt_usable(&t, a, 40, 102), 40); /* hits: 2, hot */
-	assert_int_equal(hc_cache_stats(t.c, &s), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
 	assert_int_equal(s.mamba_host_used, 1);
 	mt_assert_empty(&t);
 	ct_close(&t);
@@ -377,7 +391,7 @@ int main(void)
 		cmocka_unit_test(boundary),     cmocka_unit_test(tombstone),
 		cmocka_unit_test(host_lru),     cmocka_unit_test(l3_roundtrip),
 		cmocka_unit_test(abort_accounting), cmocka_unit_test(write_back_and_selective),
-		cmocka_unit_test(no_data_mode),
+		cmocka_unit_test(no_data_mode),     cmocka_unit_test(shortened_prefetch),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,7 +21,7 @@ static void roundtrip_all_tiers(void **state)
 	info = ct_cycle(&t, tok, N, HC_STOP_WAIT_COMPLETE, true);
 	assert_int_equal(info.dev_tokens + info.host_tokens + info.l3_tokens, 0);
 	assert_int_equal(hc_cache_flush(t.c), 0);
-	assert_int_equal(hc_cache_stats(t.c, &s), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
 	assert_int_equal(s.pages_l3_write, N / CT_PS);
 	assert_int_equal(s.host_pages_used, N / CT_PS);
 
@@ -39,14 +39,14 @@ static void roundtrip_all_tiers(void **state)
 	/* L3 hit: gone from device and host, prefetched, loaded, checked. */
 	assert_int_equal(hc_cache_evict_device(t.c, N), N);
 	assert_int_equal(hc_cache_evict_host(t.c, N), N);
-	assert_int_equal(hc_cache_stats(t.c, &s), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
 	assert_int_equal(s.host_pages_used + s.dev_pages_used, 0);
 	info = ct_cycle(&t, tok, N, HC_STOP_WAIT_COMPLETE, true);
 	assert_int_equal(info.dev_tokens + info.host_tokens, 0);
 	assert_int_equal(info.l3_tokens, N);
 	assert_int_equal(info.loaded_tokens, N);
 
-	assert_int_equal(hc_cache_stats(t.c, &s), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
 	assert_int_equal(s.hit_tokens[0], N);
 	assert_int_equal(s.hit_tokens[1], N);
 	assert_int_equal(s.hit_tokens[2], N);
@@ -98,13 +98,13 @@ static void threshold_and_cap(void **state)
 	assert_true(hc_cache_evict_host(t.c, 80) >= 80);
 
 	/* Below the threshold (8 tokens): no prefetch at all. */
-	assert_int_equal(hc_cache_stats(t.c, &s), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
 	uint64_t before = s.prefetches;
 	assert_int_equal(hc_cache_match(t.c, tok, 7, &r), 0);
 	assert_true(hc_cache_prefetch_done(r));
 	assert_int_equal(hc_cache_prefetch_wait(r, HC_STOP_WAIT_COMPLETE), 0);
 	hc_cache_release(r);
-	assert_int_equal(hc_cache_stats(t.c, &s), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
 	assert_int_equal(s.prefetches, before);
 
 	/* 20 pages in L3, at most 12 reserved. */
@@ -168,13 +168,13 @@ static void write_back_policy(void **state)
 	ct_tokens(tok, N, 5);
 	ct_cycle(&t, tok, N, HC_STOP_WAIT_COMPLETE, true);
 	assert_int_equal(hc_cache_flush(t.c), 0);
-	assert_int_equal(hc_cache_stats(t.c, &s), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
 	assert_int_equal(s.host_pages_used, 0);
 	assert_int_equal(s.pages_l3_write, 0);
 	/* Evicted from device: copied to host, then to L3. */
 	assert_int_equal(hc_cache_evict_device(t.c, N), N);
 	assert_int_equal(hc_cache_flush(t.c), 0);
-	assert_int_equal(hc_cache_stats(t.c, &s), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
 	assert_int_equal(s.host_pages_used, N / CT_PS);
 	assert_int_equal(s.pages_l3_write, N / CT_PS);
 	info = ct_cycle(&t, tok, N, HC_STOP_WAIT_COMPLETE, true);
@@ -199,11 +199,11 @@ static void selective_policy(void **state)
 	ct_cycle(&t, tok, N, HC_STOP_WAIT_COMPLETE, true);
 	ct_cycle(&t, tok, N, HC_STOP_WAIT_COMPLETE, true); /* hit 1 */
 	assert_int_equal(hc_cache_flush(t.c), 0);
-	assert_int_equal(hc_cache_stats(t.c, &s), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
 	assert_int_equal(s.host_pages_used, 0);
 	ct_cycle(&t, tok, N, HC_STOP_WAIT_COMPLETE, true); /* hit 2: backed up */
 	assert_int_equal(hc_cache_flush(t.c), 0);
-	assert_int_equal(hc_cache_stats(t.c, &s), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
 	assert_int_equal(s.host_pages_used, N / CT_PS);
 	assert_int_equal(s.pages_l3_write, N / CT_PS);
 	ct_assert_empty(&t);
