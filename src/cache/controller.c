@@ -144,11 +144,14 @@ struct hc_cache {
 	struct ctl_keyset *mkeyset; /* no_data L3 states */
 
 	pthread_mutex_t lock;
-	pthread_cond_t cond; /* any queue or state change */
+	pthread_cond_t cond; /* state changes callers wait for: backups, prefetches */
+	/* Work for one background thread each: a push wakes only its thread. */
+	pthread_cond_t wake_d2h, wake_l3, wake_query, wake_io;
 	struct radix_tree *tree;
 	struct radix_evict_ops ops;
 	uint16_t *host_busy;
 	bool *host_deferred;
+	uint64_t host_deferred_n; /* slots freed by the tree that an L3 set still reads */
 	uint64_t reserved;
 	struct radix_node **pend; /* nodes with a device->host backup queued */
 	size_t npend, cap_pend;
@@ -327,9 +330,11 @@ static void ctl_host_free(struct hc_cache *c, size_t n, const uint64_t *slots)
 		uint64_t s = slots[i];
 		if (s == RADIX_NO_SLOT)
 			continue;
-		if (c->host_busy[s])
-			c->host_deferred[s] = true; /* an L3 set still reads it */
-		else if (hc_slots_free(c->host_slots, 1, &s))
+		if (c->host_busy[s]) {
+			/* An L3 set still reads it. */
+			c->host_deferred_n += !c->host_deferred[s];
+			c->host_deferred[s] = true;
+		} else if (hc_slots_free(c->host_slots, 1, &s))
 			log_error("cache: host slot %llu freed twice", (unsigned long long)s);
 	}
 }
@@ -397,6 +402,18 @@ static int ctl_host_alloc(struct hc_cache *c, size_t n, uint64_t *out)
 	return hc_slots_alloc(c->host_slots, n, out);
 }
 
+/* Host room for a device->host backup (backup thread, c->lock held). When
+ * the only slots to be had are ones an L3 set still reads, wait for the
+ * sets: otherwise device copies outrun a slow store and the pages they
+ * back up are dropped. */
+static int ctl_host_alloc_backup(struct hc_cache *c, size_t n, uint64_t *out)
+{
+	int rc;
+	while ((rc = ctl_host_alloc(c, n, out)) == -ENOSPC && c->host_deferred_n > 0)
+		pthread_cond_wait(&c->cond, &c->lock);
+	return rc;
+}
+
 static void ctl_job_free(struct ctl_job *j)
 {
 	if (!j)
@@ -417,7 +434,7 @@ static void ctl_job_push(struct hc_cache *c, struct ctl_job *j)
 		q->head = j;
 	q->tail = j;
 	c->st.backups_pending++;
-	pthread_cond_broadcast(&c->cond);
+	pthread_cond_signal(j->l3_only ? &c->wake_l3 : &c->wake_d2h);
 }
 
 /* Queue an L3 set of n host pages (busy until it ends). */
@@ -658,6 +675,7 @@ static void ctl_run_l3(struct hc_cache *c, struct ctl_job *j)
 		uint64_t s = j->host[i];
 		if (--c->host_busy[s] == 0 && c->host_deferred[s]) {
 			c->host_deferred[s] = false;
+			c->host_deferred_n--;
 			hc_slots_free(c->host_slots, 1, &s);
 		}
 	}
@@ -673,7 +691,7 @@ static void ctl_run_d2h(struct hc_cache *c, struct ctl_job *j)
 
 	pthread_mutex_lock(&c->lock);
 	if (!rc)
-		rc = ctl_host_alloc(c, j->n, host);
+		rc = ctl_host_alloc_backup(c, j->n, host);
 	pthread_mutex_unlock(&c->lock);
 	if (!rc)
 		rc = dev_copy_submit(c->dev, HC_COPY_D2H, j->dev, host, j->n, &ev);
@@ -718,7 +736,7 @@ static void ctl_run_queue(struct hc_cache *c, struct ctl_queue *q, bool l3)
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
 		while (!q->head && !(c->stop && (!l3 || c->d2h_done)))
-			pthread_cond_wait(&c->cond, &c->lock);
+			pthread_cond_wait(l3 ? &c->wake_l3 : &c->wake_d2h, &c->lock);
 		struct ctl_job *j = q->head;
 		if (!j)
 			break;
@@ -805,7 +823,7 @@ static void *ctl_query_thread(void *arg)
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
 		while (!c->q_query && !c->stop)
-			pthread_cond_wait(&c->cond, &c->lock);
+			pthread_cond_wait(&c->wake_query, &c->lock);
 		struct hc_cache_req *r = c->q_query;
 		if (!r)
 			break;
@@ -870,7 +888,7 @@ static void *ctl_query_thread(void *arg)
 			while (*p)
 				p = &(*p)->qnext;
 			*p = r;
-			pthread_cond_broadcast(&c->cond);
+			pthread_cond_signal(&c->wake_io);
 		} else {
 			ctl_pf_finish(c, r);
 			if (ctl_req_put(r))
@@ -878,7 +896,7 @@ static void *ctl_query_thread(void *arg)
 		}
 	}
 	c->query_done = true;
-	pthread_cond_broadcast(&c->cond);
+	pthread_cond_signal(&c->wake_io);
 	pthread_mutex_unlock(&c->lock);
 	return NULL;
 }
@@ -952,7 +970,7 @@ static void *ctl_io_thread(void *arg)
 	for (;;) {
 		/* Stop only once the query thread can feed nothing more. */
 		while (!c->q_io && !(c->stop && c->query_done))
-			pthread_cond_wait(&c->cond, &c->lock);
+			pthread_cond_wait(&c->wake_io, &c->lock);
 		struct hc_cache_req *r = c->q_io;
 		if (!r)
 			break;
@@ -1033,6 +1051,10 @@ static void ctl_stop_threads(struct hc_cache *c)
 	pthread_mutex_lock(&c->lock);
 	c->stop = true;
 	pthread_cond_broadcast(&c->cond);
+	pthread_cond_signal(&c->wake_d2h);
+	pthread_cond_signal(&c->wake_l3);
+	pthread_cond_signal(&c->wake_query);
+	pthread_cond_signal(&c->wake_io);
 	pthread_mutex_unlock(&c->lock);
 	/* Each thread drains its queue before it exits; queries feed I/O,
 	 * and both may queue nothing for the backup thread, so join in order. */
@@ -1049,7 +1071,7 @@ static void ctl_stop_threads(struct hc_cache *c)
 		pthread_join(c->th_backup, NULL);
 	pthread_mutex_lock(&c->lock);
 	c->d2h_done = true;
-	pthread_cond_broadcast(&c->cond);
+	pthread_cond_signal(&c->wake_l3);
 	pthread_mutex_unlock(&c->lock);
 	if (c->nthreads > 3)
 		pthread_join(c->th_l3, NULL);
@@ -1077,6 +1099,10 @@ void hc_cache_close(struct hc_cache *c)
 	free(c->host_deferred);
 	free(c->pend);
 	pthread_cond_destroy(&c->cond);
+	pthread_cond_destroy(&c->wake_d2h);
+	pthread_cond_destroy(&c->wake_l3);
+	pthread_cond_destroy(&c->wake_query);
+	pthread_cond_destroy(&c->wake_io);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -1143,6 +1169,10 @@ int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
 		return util_fail(-ENOMEM, "cache: out of memory");
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
+	pthread_cond_init(&c->wake_d2h, NULL);
+	pthread_cond_init(&c->wake_l3, NULL);
+	pthread_cond_init(&c->wake_query, NULL);
+	pthread_cond_init(&c->wake_io, NULL);
 	c->o = *o;
 	c->ps = o->page_size;
 	c->host_pages = host_pages;
@@ -1339,7 +1369,7 @@ int hc_cache_match(struct hc_cache *c, const uint32_t *tokens, size_t ntokens,
 		while (*p)
 			p = &(*p)->qnext;
 		*p = r;
-		pthread_cond_broadcast(&c->cond);
+		pthread_cond_signal(&c->wake_query);
 	}
 	pthread_mutex_unlock(&c->lock);
 	*out = r;
