@@ -51,11 +51,32 @@ else
 	fail "anchor 2 run"
 fi
 
+# Timed replay (the default): requests overlap, and one in flight does not
+# see another's pages until it ends. With arrivals far apart and one server
+# it is the sequential replay; at the trace's pace it can only lose hits;
+# ten times the load queues requests longer.
+UNL="--no-data --page-tokens 512 --l1-tokens unlimited --l2-tokens unlimited --l3 none --json"
+# shellcheck disable=SC2086
+if "$BIN" replay "$TRACE" $UNL --speed 0.000001 --concurrency 1 >"$TMP/t0.json" &&
+	"$BIN" replay "$TRACE" $UNL >"$TMP/t1.json" &&
+	"$BIN" replay "$TRACE" $UNL --speed 10 >"$TMP/t10.json"; then
+	seq=$(json "$TMP/a1.json" 'j["hit_rate"]')
+	check "$TMP/t0.json" "abs(j['hit_rate'] - $seq) < 1e-9 and j['schedule'] == 'timed'" \
+		"timed, no overlap = sequential" 'j["hit_rate"]'
+	check "$TMP/t1.json" "0.6 < j['hit_rate'] <= $seq and j['requests'] == 3993" \
+		"timed at trace pace" '(j["hit_rate"], j["requests"])'
+	t1=$(json "$TMP/t1.json" 'j["ttft_no_cache_s"]["p90"]')
+	check "$TMP/t10.json" "j['ttft_no_cache_s']['p90'] > $t1 and j['concurrency'] == 16" \
+		"10x load queues longer" 'j["ttft_no_cache_s"]'
+else
+	fail "timed runs"
+fi
+
 # Data mode on the first 300 requests, capacities small enough that every
 # tier serves hits; every page loaded from L2 or L3 is compared byte for byte.
 head -n 300 "$TRACE" >"$TMP/t300.jsonl"
-mkdir "$TMP/l3"
-if "$BIN" replay "$TMP/t300.jsonl" --l1-tokens 200000 --l2-tokens 600000 \
+mkdir "$TMP/l3" "$TMP/l3t"
+if "$BIN" replay "$TMP/t300.jsonl" --sequential --l1-tokens 200000 --l2-tokens 600000 \
 	--l3 "file:$TMP/l3" --json >"$TMP/d.json"; then
 	for f in requests input_tokens hit_tokens hit_rate verified_pages corrupt_pages configs \
 		bytes l3_read_gbps ttft_s ttft_no_cache_s; do
@@ -73,6 +94,19 @@ if "$BIN" replay "$TMP/t300.jsonl" --l1-tokens 200000 --l2-tokens 600000 \
 		"L3 bytes" 'j["bytes"]'
 else
 	fail "data mode run"
+fi
+# The same timed, with four requests at once: overlapping requests, the
+# same integrity checks.
+if "$BIN" replay "$TMP/t300.jsonl" --concurrency 4 --speed 4 --l1-tokens 200000 \
+	--l2-tokens 600000 --l3 "file:$TMP/l3t" --json >"$TMP/dt.json"; then
+	check "$TMP/dt.json" 'j["requests"] == 300 and j["schedule"] == "timed"' "timed data run" \
+		'(j["requests"], j["schedule"])'
+	check "$TMP/dt.json" 'all(c["corrupt_pages"] == 0 for c in j["configs"])' \
+		"timed: no corrupt page" '[c["corrupt_pages"] for c in j["configs"]]'
+	check "$TMP/dt.json" 'j["verified_pages"] > 0' "timed: verified pages" \
+		'j["verified_pages"]'
+else
+	fail "timed data mode run"
 fi
 # The human summary prints the table.
 "$BIN" replay "$TMP/t300.jsonl" --no-data --l1-tokens 200000 --l2-tokens 600000 --l3 mem \
@@ -129,7 +163,8 @@ grep -q 'bad2.jsonl:1: not a JSON object' "$TMP/err" || fail "non-JSON line: $(c
 for args in "--bogus $TRACE" "" "--page-tokens 0 $TRACE" "--l3 foo $TRACE" "--l1-tokens x $TRACE" \
 	"--kv-bytes-per-token 3 $TRACE" "--multiturn $TRACE" "$TRACE $TRACE" "--l3 file: $TRACE" \
 	"--prefill-tokens-per-s 0 $TRACE" "--l2-tokens" "--mamba-bytes x $TRACE" \
-	"--mamba-host-states 0 $TRACE"; do
+	"--mamba-host-states 0 $TRACE" "--concurrency 0 $TRACE" "--speed 0 $TRACE" \
+	"--speed x $TRACE"; do
 	# shellcheck disable=SC2086
 	"$BIN" replay $args >/dev/null 2>&1
 	rc=$?
