@@ -181,8 +181,10 @@ HC_API bool hc_cache_prefetch_done(struct hc_cache_req *req);
 HC_API int64_t hc_cache_prefetch_wait(struct hc_cache_req *req, enum hc_cache_stop_policy policy);
 
 /* Start copying the request's host prefix to device (all layers, in
- * order). Allocates device slots (evicting if needed). Returns the tokens
- * being loaded (0: nothing to load), or -ENOSPC, -EBUSY (a load already
+ * order). Allocates device slots (evicting if needed; pages whose host
+ * backup is in flight are waited for, not counted as full). Returns the
+ * tokens being loaded (0: nothing to load), or -ENOSPC (the device cannot
+ * hold them: the rest is locked by requests), -EBUSY (a load already
  * started). A prefetch still running is stopped best-effort first. */
 HC_API int64_t hc_cache_load(struct hc_cache_req *req);
 /* Layers of the load that are complete (0..layers). Lock-free. */
@@ -198,7 +200,8 @@ HC_API int64_t hc_cache_req_dev_slots(struct hc_cache_req *req, uint64_t *slots,
 /* Device slots for pages [device prefix, ntokens / page_size) of the
  * sequence the request will insert (its tokens, possibly extended). Writes
  * them to slots (max entries); the request owns them until
- * hc_cache_insert(). Returns the page count, -ENOSPC, -EBUSY (called twice). */
+ * hc_cache_insert(). Waits for backups in flight as hc_cache_load() does.
+ * Returns the page count, -ENOSPC, -EBUSY (called twice). */
 HC_API int64_t hc_cache_alloc(struct hc_cache_req *req, size_t ntokens, uint64_t *slots,
 			      size_t max);
 /* Insert tokens[0..ntokens) (starting with the request's matched prefix,
