@@ -731,6 +731,34 @@ static void ctl_run_d2h(struct hc_cache *c, struct ctl_job *j)
 
 /* Runs one queue until stopped and drained; the L3 queue also waits for
  * the backup thread to exit, since its device copies queue L3 sets. */
+/* Append the KV L3 jobs queued behind j to it, up to CTL_BATCH pages in
+ * all (c->lock held): inserts are often a few pages each, and one store
+ * batch of many pages keeps a slow store busy where many small ones
+ * would leave it waiting. Returns how many jobs j now stands for. */
+static size_t ctl_merge_l3(struct ctl_queue *q, struct ctl_job *j)
+{
+	size_t jobs = 1;
+	while (!j->mamba && q->head && !q->head->mamba && j->n + q->head->n <= CTL_BATCH) {
+		struct ctl_job *x = q->head;
+		struct hc_key *keys = realloc(j->keys, (j->n + x->n) * sizeof(*keys));
+		if (keys)
+			j->keys = keys;
+		uint64_t *host = keys ? realloc(j->host, (j->n + x->n) * sizeof(*host)) : NULL;
+		if (!host)
+			break;
+		j->host = host;
+		memcpy(j->keys + j->n, x->keys, x->n * sizeof(*keys));
+		memcpy(j->host + j->n, x->host, x->n * sizeof(*host));
+		j->n += x->n;
+		q->head = x->next;
+		if (!q->head)
+			q->tail = NULL;
+		ctl_job_free(x);
+		jobs++;
+	}
+	return jobs;
+}
+
 static void ctl_run_queue(struct hc_cache *c, struct ctl_queue *q, bool l3)
 {
 	pthread_mutex_lock(&c->lock);
@@ -743,6 +771,7 @@ static void ctl_run_queue(struct hc_cache *c, struct ctl_queue *q, bool l3)
 		q->head = j->next;
 		if (!q->head)
 			q->tail = NULL;
+		size_t jobs = l3 ? ctl_merge_l3(q, j) : 1;
 		c->backups_running++;
 		pthread_mutex_unlock(&c->lock);
 		if (l3)
@@ -752,7 +781,7 @@ static void ctl_run_queue(struct hc_cache *c, struct ctl_queue *q, bool l3)
 		ctl_job_free(j);
 		pthread_mutex_lock(&c->lock);
 		c->backups_running--;
-		c->st.backups_pending--;
+		c->st.backups_pending -= jobs;
 		pthread_cond_broadcast(&c->cond);
 	}
 	pthread_mutex_unlock(&c->lock);
