@@ -147,28 +147,12 @@ static void eng_destroy(struct engine *e)
 
 static void open_with(struct ct *t, struct engine *e, uint64_t dev_tokens, uint64_t host_tokens)
 {
-	memset(t, 0, sizeof(*t));
-	struct hc_store_opts so;
-	hc_store_opts_init(&so, sizeof(so));
-	so.backend = "mem";
-	so.model = "eng";
-	so.tp_size = 1;
-	assert_int_equal(hc_store_open(&so, &t->st), 0);
 	struct hc_cache_opts o;
-	hc_cache_opts_init(&o, sizeof(o));
-	o.page_size = CT_PS;
-	o.kv = (struct hc_kv_geometry){.layers = CT_LAYERS, .heads = 2, .head_dim = 8,
-				       .elem_bytes = 2, .layout = HC_LAYOUT_LAYER_FIRST};
-	o.device_tokens = dev_tokens;
-	o.host_tokens = host_tokens;
-	o.prefetch_threshold = 2 * CT_PS;
-	o.store = t->st;
+	ct_opts(&o, HC_WRITE_THROUGH, dev_tokens, host_tokens);
+	o.kv.layout = HC_LAYOUT_LAYER_FIRST;
 	o.copy_ops = &eng_ops;
 	o.copy_arg = e;
-	int rc = hc_cache_open(&o, &t->c);
-	if (rc)
-		fail_msg("hc_cache_open: %s (%s)", hc_strerror(rc), hc_last_error());
-	t->page_bytes = hc_cache_page_bytes(t->c);
+	ct_open_opts(t, &o, true);
 }
 
 static void engine_roundtrip(void **state)
@@ -343,26 +327,15 @@ static void timeout_expires(void **state)
 {
 	(void)state;
 	struct ct t;
-	memset(&t, 0, sizeof(t));
-	struct hc_store_opts so;
-	hc_store_opts_init(&so, sizeof(so));
-	so.backend = "mem";
-	so.model = "to";
-	so.tp_size = 1;
-	assert_int_equal(hc_store_open(&so, &t.st), 0);
 	struct hc_cache_opts o;
-	hc_cache_opts_init(&o, sizeof(o));
-	o.page_size = CT_PS;
+	ct_opts(&o, HC_WRITE_THROUGH, 2 * BIG_PAGES * CT_PS, 4 * BIG_PAGES * CT_PS);
+	/* Small pages: the prefetch's length is in its page count. */
 	o.kv = (struct hc_kv_geometry){.layers = 1, .heads = 1, .head_dim = 8, .elem_bytes = 1,
 				       .layout = HC_LAYOUT_PAGE_FIRST};
-	o.device_tokens = 2 * BIG_PAGES * CT_PS;
-	o.host_tokens = 4 * BIG_PAGES * CT_PS;
 	o.prefetch_threshold = CT_PS;
-	o.store = t.st;
 	o.prefetch_timeout_base_s = 0;
 	o.prefetch_timeout_per_ki_token_s = 0;
-	assert_int_equal(hc_cache_open(&o, &t.c), 0);
-	t.page_bytes = hc_cache_page_bytes(t.c);
+	ct_open_opts(&t, &o, true);
 
 	size_t n = BIG_PAGES * CT_PS;
 	uint32_t *tok = malloc(n * sizeof(*tok));

@@ -21,10 +21,22 @@ struct ct {
 	size_t page_bytes;
 };
 
-/* mamba_bytes > 0: hybrid, with host_states host state slots (0: default). */
-static inline void ct_open_hybrid(struct ct *t, enum hc_cache_write_policy wp, bool store,
-				  bool no_data, uint64_t dev_tokens, uint64_t host_tokens,
-				  size_t mamba_bytes, uint64_t host_states)
+/* The tests' usual options: CT_PS-token pages of a small MHA geometry. */
+static inline void ct_opts(struct hc_cache_opts *o, enum hc_cache_write_policy wp,
+			   uint64_t dev_tokens, uint64_t host_tokens)
+{
+	hc_cache_opts_init(o, sizeof(*o));
+	o->page_size = CT_PS;
+	o->kv = (struct hc_kv_geometry){.layers = CT_LAYERS, .heads = 2, .head_dim = 8,
+					.elem_bytes = 2, .layout = HC_LAYOUT_PAGE_FIRST};
+	o->device_tokens = dev_tokens;
+	o->host_tokens = host_tokens;
+	o->write_policy = wp;
+	o->prefetch_threshold = 2 * CT_PS;
+}
+
+/* Open a cache with o over a fresh mem store (store) or none. */
+static inline void ct_open_opts(struct ct *t, struct hc_cache_opts *o, bool store)
 {
 	memset(t, 0, sizeof(*t));
 	if (store) {
@@ -35,23 +47,24 @@ static inline void ct_open_hybrid(struct ct *t, enum hc_cache_write_policy wp, b
 		so.tp_size = 1;
 		assert_int_equal(hc_store_open(&so, &t->st), 0);
 	}
-	struct hc_cache_opts o;
-	hc_cache_opts_init(&o, sizeof(o));
-	o.page_size = CT_PS;
-	o.kv = (struct hc_kv_geometry){.layers = CT_LAYERS, .heads = 2, .head_dim = 8,
-				       .elem_bytes = 2, .layout = HC_LAYOUT_PAGE_FIRST};
-	o.device_tokens = dev_tokens;
-	o.host_tokens = host_tokens;
-	o.write_policy = wp;
-	o.prefetch_threshold = 2 * CT_PS;
-	o.store = t->st;
-	o.no_data = no_data;
-	o.mamba_bytes = mamba_bytes;
-	o.mamba_host_states = host_states;
-	int rc = hc_cache_open(&o, &t->c);
+	o->store = t->st;
+	int rc = hc_cache_open(o, &t->c);
 	if (rc)
 		fail_msg("hc_cache_open: %s (%s)", hc_strerror(rc), hc_last_error());
 	t->page_bytes = hc_cache_page_bytes(t->c);
+}
+
+/* mamba_bytes > 0: hybrid, with host_states host state slots (0: default). */
+static inline void ct_open_hybrid(struct ct *t, enum hc_cache_write_policy wp, bool store,
+				  bool no_data, uint64_t dev_tokens, uint64_t host_tokens,
+				  size_t mamba_bytes, uint64_t host_states)
+{
+	struct hc_cache_opts o;
+	ct_opts(&o, wp, dev_tokens, host_tokens);
+	o.no_data = no_data;
+	o.mamba_bytes = mamba_bytes;
+	o.mamba_host_states = host_states;
+	ct_open_opts(t, &o, store);
 }
 
 static inline void ct_open(struct ct *t, enum hc_cache_write_policy wp, bool store,
