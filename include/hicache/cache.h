@@ -30,7 +30,10 @@
  * Write policies: write_through backs up every inserted page (device ->
  * host, then host -> L3) in the background; write_through_selective only
  * once a node was matched twice (hit count >= 2); write_back copies a page
- * to host when it is evicted from device, then backs it up to L3.
+ * to host when it is evicted from device, then backs it up to L3 (when
+ * fewer than an eighth of the device pages are free, the least recently
+ * used ones are copied ahead in the background, so that eviction only has
+ * to drop them).
  *
  * Prefetch: when the unmatched tail is at least prefetch_threshold tokens,
  * a query thread hashes it and asks the store which prefix exists; if that
@@ -250,6 +253,10 @@ struct hc_cache_stats {
 	/* Hybrid mode: states in use per tier, states written to / read from L3. */
 	uint64_t mamba_dev_used, mamba_host_used;
 	uint64_t mamba_l3_write, mamba_l3_read;
+	/* write_back: device pages copied to host at eviction, under the
+	 * cache's lock (the copies made ahead, in the background, keep this
+	 * low), and those copied ahead. */
+	uint64_t write_back_sync_pages, write_back_ahead_pages;
 };
 /* size = sizeof(*out) as the caller was built: a struct from an older
  * header gets the fields it has; fields the library does not know are 0. */

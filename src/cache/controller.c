@@ -155,6 +155,7 @@ struct hc_cache {
 	uint64_t reserved;
 	struct radix_node **pend; /* nodes with a device->host backup queued */
 	size_t npend, cap_pend;
+	uint64_t pend_pages;
 
 	struct ctl_queue q_d2h, q_l3;
 	size_t backups_running;
@@ -537,6 +538,7 @@ static int ctl_write_back(void *arg, const struct radix_node *node, uint64_t *ho
 		return rc;
 	}
 	c->st.bytes_d2h += ni.pages * c->page_bytes;
+	c->st.write_back_sync_pages += ni.pages;
 	ctl_queue_l3(c, ni.keys, host_out, ni.pages);
 	if (mamba_host && c->hybrid) {
 		/* Only once the pages made it: the tree drops the state of a
@@ -611,7 +613,33 @@ static void ctl_queue_backup(struct hc_cache *c, struct radix_node *node, size_t
 	j->n = npages;
 	radix_lock(c->tree, node);
 	c->pend[c->npend++] = node;
+	c->pend_pages += npages;
 	ctl_job_push(c, j);
+}
+
+/* write_back (c->lock held): while fewer than an eighth of the device
+ * pages are free or on their way to host, copy the least recently used
+ * device leaf to host in the background. The eviction that comes next
+ * then drops a page that is on host already instead of copying it under
+ * the lock. */
+static void ctl_write_back_ahead(struct hc_cache *c)
+{
+	uint64_t low = (dev_pages(c->dev) + 7) / 8;
+	struct radix_node_info ni;
+	while (dev_available(c->dev) + c->pend_pages < low) {
+		struct radix_node *x = radix_dev_lru(c->tree);
+		if (!x)
+			return;
+		radix_node_info(x, &ni);
+		/* A leaf on host already costs eviction nothing. */
+		if (ni.host)
+			return;
+		uint64_t before = c->pend_pages;
+		ctl_queue_backup(c, x, ni.pages); /* locks x: the next one comes up */
+		if (c->pend_pages == before)
+			return;
+		c->st.write_back_ahead_pages += ni.pages;
+	}
 }
 
 /* Keys of the npages ending at node (walks up across node boundaries). */
@@ -724,6 +752,7 @@ static void ctl_run_d2h(struct hc_cache *c, struct ctl_job *j)
 	}
 	radix_unlock(c->tree, j->node);
 	ctl_unpend(c, j->node);
+	c->pend_pages -= j->n;
 	pthread_mutex_unlock(&c->lock);
 	free(host);
 	free(taken);
@@ -1750,6 +1779,8 @@ int64_t hc_cache_insert(struct hc_cache_req *r, const uint32_t *tokens, size_t n
 		r->new_n = 0;
 		if (c->o.write_policy == HC_WRITE_THROUGH && res.new_pages)
 			ctl_queue_backup(c, res.node, res.new_pages);
+		if (c->o.write_policy == HC_WRITE_BACK)
+			ctl_write_back_ahead(c);
 		if (r->has_mstate && res.pages)
 			ctl_mamba_attach(c, res.node, r->mstate);
 		r->has_mstate = false;

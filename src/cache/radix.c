@@ -1251,6 +1251,11 @@ size_t radix_dev_evictable(const struct radix_tree *t)
 	return t ? t->st.dev_evictable : 0;
 }
 
+struct radix_node *radix_dev_lru(const struct radix_tree *t)
+{
+	return t && t->heap[HEAP_DEV].n ? t->heap[HEAP_DEV].a[0] : NULL;
+}
+
 size_t radix_host_evictable(const struct radix_tree *t)
 {
 	return t ? t->st.host_evictable : 0;

@@ -307,6 +307,9 @@ struct radix_stats {
 };
 void radix_stats(const struct radix_tree *t, struct radix_stats *out);
 size_t radix_dev_evictable(const struct radix_tree *t);
+/* The device eviction candidate radix_evict_device() takes first (least
+ * recently used), or NULL. */
+struct radix_node *radix_dev_lru(const struct radix_tree *t);
 size_t radix_host_evictable(const struct radix_tree *t);
 
 /* Walk the whole tree and verify every invariant: shape rules, parent and

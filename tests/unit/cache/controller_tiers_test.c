@@ -187,6 +187,41 @@ static void write_back_policy(void **state)
 	ct_close(&t);
 }
 
+/* A full device under write_back: the least recently used pages are copied
+ * to host ahead, in the background, and eviction then only drops them. */
+static void write_back_ahead(void **state)
+{
+	(void)state;
+	struct ct t;
+	uint32_t tok[N];
+	struct hc_cache_stats s;
+	struct hc_cache_req_info info;
+
+	ct_open(&t, HC_WRITE_BACK, true, false, 4 * N, 16 * N);
+	for (uint64_t seq = 0; seq < 4; seq++) {
+		ct_tokens(tok, N, 40 + seq);
+		ct_cycle(&t, tok, N, HC_STOP_WAIT_COMPLETE, true);
+	}
+	assert_int_equal(hc_cache_flush(t.c), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
+	assert_int_equal(s.evicted_dev_pages, 0);
+	assert_int_equal(s.write_back_ahead_pages, N / CT_PS);
+	assert_int_equal(s.host_pages_used, N / CT_PS);
+	/* A fifth sequence needs room: the oldest is dropped, not copied. */
+	ct_tokens(tok, N, 44);
+	ct_cycle(&t, tok, N, HC_STOP_WAIT_COMPLETE, true);
+	assert_int_equal(hc_cache_flush(t.c), 0);
+	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
+	assert_int_equal(s.evicted_dev_pages, N / CT_PS);
+	assert_int_equal(s.write_back_sync_pages, 0);
+	/* The oldest comes back from host, checked byte for byte. */
+	ct_tokens(tok, N, 40);
+	info = ct_cycle(&t, tok, N, HC_STOP_WAIT_COMPLETE, true);
+	assert_int_equal(info.host_tokens, N);
+	ct_assert_empty(&t);
+	ct_close(&t);
+}
+
 static void selective_policy(void **state)
 {
 	(void)state;
@@ -269,7 +304,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(roundtrip_all_tiers), cmocka_unit_test(partial_prefix),
 		cmocka_unit_test(threshold_and_cap),   cmocka_unit_test(abort_each_stage),
-		cmocka_unit_test(write_back_policy),   cmocka_unit_test(selective_policy),
+		cmocka_unit_test(write_back_policy),   cmocka_unit_test(write_back_ahead),   cmocka_unit_test(selective_policy),
 		cmocka_unit_test(no_data_mode),        cmocka_unit_test(no_store),
 		cmocka_unit_test(bad_opts),
 	};
