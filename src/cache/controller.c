@@ -375,8 +375,11 @@ static void ctl_free_mamba(void *arg, enum radix_tier tier, uint64_t slot)
 /* One host state slot; the host state LRU makes room. */
 static int ctl_mhost_alloc(struct hc_cache *c, uint64_t *out)
 {
-	if (hc_slots_available(c->mhost_slots) == 0)
-		radix_evict_mamba_host(c->tree, 1, &c->ops);
+	/* A state an L3 set still reads frees its slot only when the set
+	 * ends: evict the next one rather than lose the new state. */
+	while (hc_slots_available(c->mhost_slots) == 0)
+		if (radix_evict_mamba_host(c->tree, 1, &c->ops) <= 0)
+			break;
 	return hc_slots_alloc(c->mhost_slots, 1, out);
 }
 
@@ -395,11 +398,21 @@ static void ctl_mhost_put(struct hc_cache *c, uint64_t slot, const void *src)
 		hc_pool_scatter(c->mhost_pool, slot, src, c->mbytes);
 }
 
+/* Evict host pages until n slots are free or nothing more can go; pages
+ * an L3 set still reads give their slots back only when the set ends, so
+ * one round of eviction may not be enough. Returns the free slots. */
+static uint64_t ctl_host_room(struct hc_cache *c, size_t n)
+{
+	uint64_t avail;
+	while ((avail = hc_slots_available(c->host_slots)) < n)
+		if (radix_evict_host(c->tree, n - avail, &c->ops) <= 0)
+			break;
+	return avail;
+}
+
 static int ctl_host_alloc(struct hc_cache *c, size_t n, uint64_t *out)
 {
-	uint64_t avail = hc_slots_available(c->host_slots);
-	if (avail < n)
-		radix_evict_host(c->tree, n - avail, &c->ops);
+	ctl_host_room(c, n);
 	return hc_slots_alloc(c->host_slots, n, out);
 }
 
@@ -425,8 +438,22 @@ static void ctl_job_free(struct ctl_job *j)
 	free(j);
 }
 
+static void ctl_run_l3(struct hc_cache *c, struct ctl_job *j, bool held);
+static void ctl_run_d2h(struct hc_cache *c, struct ctl_job *j, bool held);
+
 static void ctl_job_push(struct hc_cache *c, struct ctl_job *j)
 {
+	if (c->o.no_data) {
+		/* Nothing to copy or write: the job's effects happen now, so a
+		 * metadata-only run does not depend on how threads are scheduled
+		 * (and pays no hand-off). */
+		if (j->l3_only)
+			ctl_run_l3(c, j, true);
+		else
+			ctl_run_d2h(c, j, true);
+		ctl_job_free(j);
+		return;
+	}
 	struct ctl_queue *q = j->l3_only ? &c->q_l3 : &c->q_d2h;
 	j->next = NULL;
 	if (q->tail)
@@ -658,7 +685,21 @@ static void ctl_range_keys(const struct radix_node *node, size_t npages, struct 
 
 /* ---- backup thread ---- */
 
-static void ctl_run_l3_mamba(struct hc_cache *c, struct ctl_job *j)
+/* Background jobs run on their threads, or inline with c->lock held
+ * (held: no_data, where nothing moves and nothing is worth waiting for). */
+static void ctl_lock_bg(struct hc_cache *c, bool held)
+{
+	if (!held)
+		pthread_mutex_lock(&c->lock);
+}
+
+static void ctl_unlock_bg(struct hc_cache *c, bool held)
+{
+	if (!held)
+		pthread_mutex_unlock(&c->lock);
+}
+
+static void ctl_run_l3_mamba(struct hc_cache *c, struct ctl_job *j, bool held)
 {
 	int rc;
 	if (c->mkeyset) {
@@ -668,7 +709,7 @@ static void ctl_run_l3_mamba(struct hc_cache *c, struct ctl_job *j)
 					     .pages = j->host};
 		rc = hc_store_set_v2(c->store, &t, 1);
 	}
-	pthread_mutex_lock(&c->lock);
+	ctl_lock_bg(c, held);
 	if (rc)
 		log_warn("cache: L3 backup of a Mamba state failed: %s", hc_strerror(rc));
 	else
@@ -678,21 +719,21 @@ static void ctl_run_l3_mamba(struct hc_cache *c, struct ctl_job *j)
 		c->mhost_deferred[s] = false;
 		hc_slots_free(c->mhost_slots, 1, &s);
 	}
-	pthread_mutex_unlock(&c->lock);
+	ctl_unlock_bg(c, held);
 }
 
-static void ctl_run_l3(struct hc_cache *c, struct ctl_job *j)
+static void ctl_run_l3(struct hc_cache *c, struct ctl_job *j, bool held)
 {
 	int rc = 0;
 	if (j->mamba) {
-		ctl_run_l3_mamba(c, j);
+		ctl_run_l3_mamba(c, j, held);
 		return;
 	}
 	for (size_t off = 0; off < j->n && !rc; off += CTL_BATCH) {
 		size_t n = j->n - off < CTL_BATCH ? j->n - off : CTL_BATCH;
 		rc = ctl_l3_set(c, j->keys + off, n, j->host + off);
 	}
-	pthread_mutex_lock(&c->lock);
+	ctl_lock_bg(c, held);
 	if (rc)
 		log_warn("cache: L3 backup of %zu pages failed: %s", j->n, hc_strerror(rc));
 	else {
@@ -707,20 +748,20 @@ static void ctl_run_l3(struct hc_cache *c, struct ctl_job *j)
 			hc_slots_free(c->host_slots, 1, &s);
 		}
 	}
-	pthread_mutex_unlock(&c->lock);
+	ctl_unlock_bg(c, held);
 }
 
-static void ctl_run_d2h(struct hc_cache *c, struct ctl_job *j)
+static void ctl_run_d2h(struct hc_cache *c, struct ctl_job *j, bool held)
 {
 	uint64_t *host = malloc(j->n * sizeof(*host));
 	bool *taken = calloc(j->n, sizeof(*taken));
 	struct dev_copy *ev = NULL;
 	int rc = host && taken ? 0 : -ENOMEM;
 
-	pthread_mutex_lock(&c->lock);
+	ctl_lock_bg(c, held);
 	if (!rc)
-		rc = ctl_host_alloc_backup(c, j->n, host);
-	pthread_mutex_unlock(&c->lock);
+		rc = held ? ctl_host_alloc(c, j->n, host) : ctl_host_alloc_backup(c, j->n, host);
+	ctl_unlock_bg(c, held);
 	if (!rc)
 		rc = dev_copy_submit(c->dev, HC_COPY_D2H, j->dev, host, j->n, &ev);
 	if (!rc) {
@@ -728,7 +769,7 @@ static void ctl_run_d2h(struct hc_cache *c, struct ctl_job *j)
 		dev_copy_free(ev);
 	}
 
-	pthread_mutex_lock(&c->lock);
+	ctl_lock_bg(c, held);
 	if (!rc) {
 		/* Acknowledged: the pages are on host now. */
 		int64_t got = radix_set_slots(c->tree, j->node, j->n, RADIX_HOST, host, taken);
@@ -753,7 +794,7 @@ static void ctl_run_d2h(struct hc_cache *c, struct ctl_job *j)
 	radix_unlock(c->tree, j->node);
 	ctl_unpend(c, j->node);
 	c->pend_pages -= j->n;
-	pthread_mutex_unlock(&c->lock);
+	ctl_unlock_bg(c, held);
 	free(host);
 	free(taken);
 }
@@ -804,9 +845,9 @@ static void ctl_run_queue(struct hc_cache *c, struct ctl_queue *q, bool l3)
 		c->backups_running++;
 		pthread_mutex_unlock(&c->lock);
 		if (l3)
-			ctl_run_l3(c, j);
+			ctl_run_l3(c, j, false);
 		else
-			ctl_run_d2h(c, j);
+			ctl_run_d2h(c, j, false);
 		ctl_job_free(j);
 		pthread_mutex_lock(&c->lock);
 		c->backups_running--;
@@ -865,14 +906,89 @@ static size_t ctl_pf_fit(struct hc_cache *c, size_t want)
 	size_t h = want < cap ? want : (size_t)cap;
 	if (h * c->ps < c->o.prefetch_threshold)
 		return 0;
-	uint64_t avail = hc_slots_available(c->host_slots);
-	if (avail < h) {
-		radix_evict_host(c->tree, h - avail, &c->ops);
-		avail = hc_slots_available(c->host_slots);
-	}
+	uint64_t avail = ctl_host_room(c, h);
 	if (avail < h)
 		h = (size_t)avail;
 	return h * c->ps < c->o.prefetch_threshold ? 0 : h;
+}
+
+static void ctl_pf_io(struct hc_cache *c, struct hc_cache_req *r);
+
+/* The query step of r's prefetch (c->lock held; dropped while hashing and
+ * asking the store): reserve host slots for the L3 prefix and hand r to
+ * the I/O step, or finish the prefetch. */
+static void ctl_pf_query(struct hc_cache *c, struct hc_cache_req *r)
+{
+	bool revoked = r->revoked;
+	pthread_mutex_unlock(&c->lock);
+
+	size_t tail = r->npages - r->pf_first;
+	int64_t hits = 0;
+	r->pf_keys = revoked ? NULL : malloc(tail * sizeof(*r->pf_keys));
+	if (r->pf_keys &&
+	    hc_key_chain(r->has_prior ? &r->prior : NULL, r->tokens + r->pf_first * c->ps,
+			 tail * c->ps, c->ps, r->pf_keys, tail) == (int64_t)tail) {
+		if (c->hybrid) {
+			hits = ctl_l3_exists_mamba(c, r->pf_keys, tail);
+			if (hits < 0)
+				hits = 0;
+			tail = 0; /* the loop below is for KV only */
+		}
+		for (size_t off = 0; off < tail; off += CTL_BATCH) {
+			size_t n = tail - off < CTL_BATCH ? tail - off : CTL_BATCH;
+			int64_t e = ctl_l3_exists(c, r->pf_keys + off, n);
+			if (e > 0)
+				hits += e;
+			if (e < (int64_t)n)
+				break;
+		}
+	}
+
+	pthread_mutex_lock(&c->lock);
+	size_t h = r->revoked ? 0 : ctl_pf_fit(c, (size_t)hits);
+	if (c->hybrid && h && h < (size_t)hits) {
+		/* A shorter prefetch must also end at a page with a state:
+		 * ask again within what fits. */
+		pthread_mutex_unlock(&c->lock);
+		hits = ctl_l3_exists_mamba(c, r->pf_keys, h);
+		pthread_mutex_lock(&c->lock);
+		h = r->revoked || hits <= 0 ? 0 : ctl_pf_fit(c, (size_t)hits);
+		if (h < (size_t)hits)
+			h = 0;
+	}
+	if (h) {
+		r->pf_slots = malloc(h * sizeof(*r->pf_slots));
+		if (!r->pf_slots || hc_slots_alloc(c->host_slots, h, r->pf_slots))
+			h = 0;
+		if (h && c->hybrid) {
+			if (ctl_mhost_alloc(c, &r->pf_mslot)) {
+				hc_slots_free(c->host_slots, h, r->pf_slots);
+				h = 0;
+			} else {
+				r->pf_mamba = true;
+			}
+		}
+	}
+	if (h) {
+		r->pf_pages = h;
+		c->reserved += h;
+		r->info.l3_pending = h * c->ps;
+		r->pf = PF_IO;
+		if (c->o.no_data) {
+			ctl_pf_io(c, r);
+			return;
+		}
+		r->qnext = NULL;
+		struct hc_cache_req **p = &c->q_io;
+		while (*p)
+			p = &(*p)->qnext;
+		*p = r;
+		pthread_cond_signal(&c->wake_io);
+	} else {
+		ctl_pf_finish(c, r);
+		if (ctl_req_put(r))
+			ctl_req_free(r);
+	}
 }
 
 static void *ctl_query_thread(void *arg)
@@ -886,72 +1002,7 @@ static void *ctl_query_thread(void *arg)
 		if (!r)
 			break;
 		c->q_query = r->qnext;
-		bool revoked = r->revoked;
-		pthread_mutex_unlock(&c->lock);
-
-		size_t tail = r->npages - r->pf_first;
-		int64_t hits = 0;
-		r->pf_keys = revoked ? NULL : malloc(tail * sizeof(*r->pf_keys));
-		if (r->pf_keys &&
-		    hc_key_chain(r->has_prior ? &r->prior : NULL, r->tokens + r->pf_first * c->ps,
-				 tail * c->ps, c->ps, r->pf_keys, tail) == (int64_t)tail) {
-			if (c->hybrid) {
-				hits = ctl_l3_exists_mamba(c, r->pf_keys, tail);
-				if (hits < 0)
-					hits = 0;
-				tail = 0; /* the loop below is for KV only */
-			}
-			for (size_t off = 0; off < tail; off += CTL_BATCH) {
-				size_t n = tail - off < CTL_BATCH ? tail - off : CTL_BATCH;
-				int64_t e = ctl_l3_exists(c, r->pf_keys + off, n);
-				if (e > 0)
-					hits += e;
-				if (e < (int64_t)n)
-					break;
-			}
-		}
-
-		pthread_mutex_lock(&c->lock);
-		size_t h = r->revoked ? 0 : ctl_pf_fit(c, (size_t)hits);
-		if (c->hybrid && h && h < (size_t)hits) {
-			/* A shorter prefetch must also end at a page with a state:
-			 * ask again within what fits. */
-			pthread_mutex_unlock(&c->lock);
-			hits = ctl_l3_exists_mamba(c, r->pf_keys, h);
-			pthread_mutex_lock(&c->lock);
-			h = r->revoked || hits <= 0 ? 0 : ctl_pf_fit(c, (size_t)hits);
-			if (h < (size_t)hits)
-				h = 0;
-		}
-		if (h) {
-			r->pf_slots = malloc(h * sizeof(*r->pf_slots));
-			if (!r->pf_slots || hc_slots_alloc(c->host_slots, h, r->pf_slots))
-				h = 0;
-			if (h && c->hybrid) {
-				if (ctl_mhost_alloc(c, &r->pf_mslot)) {
-					hc_slots_free(c->host_slots, h, r->pf_slots);
-					h = 0;
-				} else {
-					r->pf_mamba = true;
-				}
-			}
-		}
-		if (h) {
-			r->pf_pages = h;
-			c->reserved += h;
-			r->info.l3_pending = h * c->ps;
-			r->pf = PF_IO;
-			r->qnext = NULL;
-			struct hc_cache_req **p = &c->q_io;
-			while (*p)
-				p = &(*p)->qnext;
-			*p = r;
-			pthread_cond_signal(&c->wake_io);
-		} else {
-			ctl_pf_finish(c, r);
-			if (ctl_req_put(r))
-				ctl_req_free(r);
-		}
+		ctl_pf_query(c, r);
 	}
 	c->query_done = true;
 	pthread_cond_signal(&c->wake_io);
@@ -1021,6 +1072,52 @@ static bool ctl_pf_insert(struct hc_cache *c, struct hc_cache_req *r, size_t off
 	return rc == 0;
 }
 
+/* The I/O step of r's prefetch (c->lock held; dropped while reading):
+ * read the reserved pages, insert them as host pages, release what was
+ * not used, finish. */
+static void ctl_pf_io(struct hc_cache *c, struct hc_cache_req *r)
+{
+	size_t off = 0;
+	if (r->pf_mamba && !r->revoked) {
+		/* The state first: without it the KV pages are of no use. */
+		pthread_mutex_unlock(&c->lock);
+		int mrc = ctl_l3_get_mamba(c, &r->pf_keys[r->pf_pages - 1], r->pf_mslot);
+		pthread_mutex_lock(&c->lock);
+		if (mrc)
+			goto release; /* off = 0: every reserved KV slot goes back */
+	}
+	while (off < r->pf_pages && !r->revoked) {
+		size_t n = r->pf_pages - off < CTL_BATCH ? r->pf_pages - off : CTL_BATCH;
+		pthread_mutex_unlock(&c->lock);
+		int64_t g = ctl_l3_get(c, r->pf_keys + off, n,
+				       r->pf_slots + off);
+		pthread_mutex_lock(&c->lock);
+		if (g <= 0 || r->revoked)
+			break;
+		bool ok = ctl_pf_insert(c, r, off, (size_t)g);
+		off += (size_t)g; /* inserted, or freed on failure */
+		if (!ok || (size_t)g < n)
+			break;
+	}
+release:
+	/* Release the whole reservation, once: unused slots go back. */
+	if (r->pf_pin) {
+		radix_unpin_host(c->tree, r->pf_pin);
+		r->pf_pin = NULL;
+	}
+	if (r->pf_mamba) {
+		ctl_mhost_free(c, r->pf_mslot);
+		r->pf_mamba = false;
+	}
+	if (r->pf_pages > off)
+		ctl_host_free(c, r->pf_pages - off, r->pf_slots + off);
+	c->reserved -= r->pf_pages;
+	r->info.l3_pending = 0;
+	ctl_pf_finish(c, r);
+	if (ctl_req_put(r))
+		ctl_req_free(r);
+}
+
 static void *ctl_io_thread(void *arg)
 {
 	struct hc_cache *c = arg;
@@ -1033,45 +1130,7 @@ static void *ctl_io_thread(void *arg)
 		if (!r)
 			break;
 		c->q_io = r->qnext;
-		size_t off = 0;
-		if (r->pf_mamba && !r->revoked) {
-			/* The state first: without it the KV pages are of no use. */
-			pthread_mutex_unlock(&c->lock);
-			int mrc = ctl_l3_get_mamba(c, &r->pf_keys[r->pf_pages - 1], r->pf_mslot);
-			pthread_mutex_lock(&c->lock);
-			if (mrc)
-				goto release; /* off = 0: every reserved KV slot goes back */
-		}
-		while (off < r->pf_pages && !r->revoked) {
-			size_t n = r->pf_pages - off < CTL_BATCH ? r->pf_pages - off : CTL_BATCH;
-			pthread_mutex_unlock(&c->lock);
-			int64_t g = ctl_l3_get(c, r->pf_keys + off, n,
-					       r->pf_slots + off);
-			pthread_mutex_lock(&c->lock);
-			if (g <= 0 || r->revoked)
-				break;
-			bool ok = ctl_pf_insert(c, r, off, (size_t)g);
-			off += (size_t)g; /* inserted, or freed on failure */
-			if (!ok || (size_t)g < n)
-				break;
-		}
-release:
-		/* Release the whole reservation, once: unused slots go back. */
-		if (r->pf_pin) {
-			radix_unpin_host(c->tree, r->pf_pin);
-			r->pf_pin = NULL;
-		}
-		if (r->pf_mamba) {
-			ctl_mhost_free(c, r->pf_mslot);
-			r->pf_mamba = false;
-		}
-		if (r->pf_pages > off)
-			ctl_host_free(c, r->pf_pages - off, r->pf_slots + off);
-		c->reserved -= r->pf_pages;
-		r->info.l3_pending = 0;
-		ctl_pf_finish(c, r);
-		if (ctl_req_put(r))
-			ctl_req_free(r);
+		ctl_pf_io(c, r);
 	}
 	pthread_mutex_unlock(&c->lock);
 	return NULL;
@@ -1423,11 +1482,16 @@ int hc_cache_match(struct hc_cache *c, const uint32_t *tokens, size_t ntokens,
 		r->refs++;
 		c->pf_running++;
 		c->st.prefetches++;
-		struct hc_cache_req **p = &c->q_query;
-		while (*p)
-			p = &(*p)->qnext;
-		*p = r;
-		pthread_cond_signal(&c->wake_query);
+		if (c->o.no_data) {
+			/* Metadata only: the prefetch completes here. */
+			ctl_pf_query(c, r);
+		} else {
+			struct hc_cache_req **p = &c->q_query;
+			while (*p)
+				p = &(*p)->qnext;
+			*p = r;
+			pthread_cond_signal(&c->wake_query);
+		}
 	}
 	pthread_mutex_unlock(&c->lock);
 	*out = r;

@@ -19,7 +19,9 @@
  *              missing full pages; at its end: insert them -> release.
  *              Hit tokens = matched pages x page size (never more than the
  *              input: matches are page-aligned prefixes of it).
- *   time       virtual (struct sim): timed mode starts a request at its trace
+ *   time       virtual (struct sim): background copies and L3 writes finish
+ *              before a request starts (real-time lag has no place on a
+ *              virtual clock). Timed mode starts a request at its trace
  *              timestamp / speed (multi-turn: when the client's previous
  *              round ends) on one of --concurrency servers and ends it after
  *              its transfer time plus the prefill of what missed, so requests
@@ -635,6 +637,11 @@ static int sim_start(struct sim *s, size_t i, struct flight *f)
 		s->dev_used += need;
 	} else {
 		gen_tokens(r, f->tok);
+		/* The clock is virtual: copies and L3 writes still running in
+		 * real time have no place on it. Let them finish, so that what
+		 * a request finds depends on the schedule, not on how the
+		 * background threads were scheduled. */
+		hc_cache_flush(s->c);
 		uint64_t t0 = now_ns();
 		if ((rc = hc_cache_match(s->c, f->tok, r->input, &req))) {
 			cli_report("replay: match", rc);
