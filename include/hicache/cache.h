@@ -43,7 +43,9 @@
  * exactly once: on completion, on revoke (stop policy) and on abort.
  *
  * no_data: every policy runs on metadata only (no bytes move, no store
- * I/O; L3 existence is a key set inside the cache). For trace replay.
+ * I/O; L3 existence is a key set inside the cache), and backups and
+ * prefetches complete inline, so the outcome does not depend on thread
+ * timing. For trace replay and capacity sweeps.
  *
  * Errors: 0 (or a count) or a negative errno; hc_last_error() has details.
  *
