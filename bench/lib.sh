@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154 # keep and base are the sourcing script's
 # Shared by the storage benchmark scripts (sourced, not run).
 
 # bench_workdir NAME: a fresh run directory under $base (made under /var/tmp

@@ -21,8 +21,12 @@
 # end: on a journal-less ext4, creating files right after deleting many is
 # several times slower (/work/shared/IO-URING-NOTES.md, "Pitfalls").
 #
+# With --compare OLD, a second hicache binary (e.g. the build before a change)
+# runs every case too, in the same rotation, and the table adds old/new columns:
+# before/after figures measured side by side on the same disk at the same time.
+#
 # usage: bench/vs_fio.sh [--quick] [--dir DIR] [--out FILE] [--runs N] [--batch B]
-#                        [--bin HICACHE] [--cases LIST] [--cold-meta] [--keep]
+#                        [--bin HICACHE] [--compare OLD] [--cases LIST] [--cold-meta] [--keep]
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -36,6 +40,7 @@ quick=0
 base=""
 out=""
 cases=""
+old_bin=""
 cold_meta=0
 keep=0
 
@@ -50,6 +55,7 @@ options:
   --runs N      runs per case (default 3; the median is reported)
   --batch B     pages per store call = fio iodepth = openfiles (default 32)
   --bin PATH    the hicache binary (default $HICACHE_BIN or build/hicache, from make release)
+  --compare OLD also run the hicache binary OLD on every case (columns old, new/old)
   --cases LIST  SIZE:FILES pairs (default "64K:2048 512K:512 2M:256 8M:64")
   --cold-meta   drop dentries and inodes too before reads (echo 3, not 1)
   --keep        leave the files in place
@@ -64,6 +70,7 @@ while [ $# -gt 0 ]; do
 	--runs) runs=${2:?--runs needs a value}; shift ;;
 	--batch) batch=${2:?--batch needs a value}; shift ;;
 	--bin) bin=${2:?--bin needs a value}; shift ;;
+	--compare) old_bin=${2:?--compare needs a value}; shift ;;
 	--cases) cases=${2:?--cases needs a value}; shift ;;
 	--cold-meta) cold_meta=1 ;;
 	--keep) keep=1 ;;
@@ -86,6 +93,12 @@ if [ ! -x "$bin" ]; then
 	echo "  make release   (or pass --bin)" >&2
 	exit 1
 fi
+if [ -n "$old_bin" ] && [ ! -x "$old_bin" ]; then
+	echo "vs_fio.sh: --compare: no hicache binary at $old_bin" >&2
+	exit 1
+fi
+tools_all="hc fio"
+[ -n "$old_bin" ] && tools_all="hc old fio"
 if ! command -v fio >/dev/null 2>&1; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 		echo "vs_fio.sh: fio is missing; installing the Debian package" >&2
@@ -126,14 +139,20 @@ bytes_of() { # 64K -> 65536
 	esac
 }
 
+ntools=0
+for t in $tools_all; do
+	ntools=$((ntools + 1))
+done
 for c in $cases; do
 	for r in $(seq 1 "$runs"); do
-		mkdir "$work/hc-${c%%:*}-$r" "$work/fio-${c%%:*}-$r"
+		for t in $tools_all; do
+			mkdir "$work/$t-${c%%:*}-$r"
+		done
 	done
 done
 need=0
 for c in $cases; do
-	need=$((need + 2 * runs * ($(bytes_of "${c%%:*}") + 4096) * ${c##*:}))
+	need=$((need + ntools * runs * ($(bytes_of "${c%%:*}") + 4096) * ${c##*:}))
 done
 avail=$(df -P -B1 "$work" | awk 'NR == 2 {print $4}')
 if [ "$avail" -lt $((need + need / 10)) ]; then
@@ -158,9 +177,9 @@ jfield() {
 		"$1" "$2"
 }
 
-hc_run() { # op dir size files -> GB/s
-	local op=$1 dir=$2 size=$3 files=$4 o=$work/hc.json
-	HICACHE_IO_DEPTH=$batch "$bin" bench store --op "$op" --dir "$dir" --pages "$files" \
+hc_run() { # op dir size files [binary] -> GB/s
+	local op=$1 dir=$2 size=$3 files=$4 exe=${5:-$bin} o=$work/hc.json
+	HICACHE_IO_DEPTH=$batch "$exe" bench store --op "$op" --dir "$dir" --pages "$files" \
 		--page-bytes "$size" --batch "$batch" --mla --zero-copy on --direct on \
 		--engine uring --pool-warmup on --json >"$o" 2>"$work/hc.err" ||
 		{ echo "hicache bench failed: $(cat "$work/hc.err" "$o")" >&2; return 1; }
@@ -172,6 +191,10 @@ hc_run() { # op dir size files -> GB/s
 	bad=$(jfield "$o" "'' if $ok else 'unexpected: ' + json.dumps(d)")
 	[ -z "$bad" ] || { echo "hicache bench: $bad" >&2; return 1; }
 	jfield "$o" "'%.4f' % d['gbps']"
+}
+
+old_run() { # the --compare binary, run the same way
+	hc_run "$@" "$old_bin"
 }
 
 fio_run() { # op dir size files -> GB/s
@@ -207,8 +230,8 @@ for r in $(seq 1 "$runs"); do
 		sz=$(bytes_of "$size")
 		# Alternate which tool goes first, so that neither always meets the
 		# other's leftovers (writeback, a warmer CPU).
-		tools="hc fio"
-		[ $((r % 2)) = 0 ] && tools="fio hc"
+		tools=$tools_all
+		[ $((r % 2)) = 0 ] && tools=$(echo "$tools_all" | awk '{for (i = NF; i > 0; i--) printf "%s%s", $i, (i > 1 ? " " : "")}')
 		for op in set get; do
 			for t in $tools; do
 				if [ "$op" = set ]; then settle; else drop; fi
@@ -222,8 +245,10 @@ for r in $(seq 1 "$runs"); do
 done
 
 table() {
-	echo "| case | op | hicache GB/s | fio GB/s | hicache/fio | target | met |"
-	echo "|---|---|---|---|---|---|---|"
+	local oh="" os="" extra o
+	[ -n "$old_bin" ] && oh=" old GB/s | old/fio | new/old |" && os="---|---|---|"
+	echo "| case | op | hicache GB/s | fio GB/s | hicache/fio | target | met |$oh"
+	echo "|---|---|---|---|---|---|---|$os"
 	for c in $cases; do
 		size=${c%%:*} files=${c##*:}
 		for op in set get; do
@@ -238,7 +263,13 @@ table() {
 			[ "$q" != n/a ] && python3 -c "import sys; sys.exit(float('$q') < $want)" && met=yes
 			name="write"
 			[ $op = get ] && name="read"
-			echo "| $files x $size | $name | $h | $f | $q | >= $want | $met |"
+			extra=""
+			if [ -n "$old_bin" ]; then
+				# shellcheck disable=SC2086
+				o=$(median ${res[old.$size.$op]})
+				extra=" $o | $(ratio "$o" "$f") | $(ratio "$h" "$o") |"
+			fi
+			echo "| $files x $size | $name | $h | $f | $q | >= $want | $met |$extra"
 		done
 	done
 }

@@ -19,7 +19,8 @@
  *   - a final name is either untouched or replaced by a complete file (the
  *     rename is the only step that makes a file visible);
  *   - results are per request; one failed page never fails the others.
- * Batches of any length are accepted and chunked internally.
+ * Batches of any length are accepted; up to queue_depth pages are in
+ * flight at once (io_uring: a finished page's slot takes the next page).
  *
  * Thread-safety: any number of threads may call the batch functions on one
  * engine at once (each call takes its own ring or workers);
@@ -72,6 +73,16 @@ struct io_write_req {
 	size_t len;
 	bool direct;    /* O_DIRECT: every iov base/len must be aligned by the caller */
 	bool noreplace; /* RENAME_NOREPLACE */
+	/* Optional. Called once, right before this request's chain is sent,
+	 * while earlier requests of the batch are already in flight, so that
+	 * the caller can fill the memory iov points at (hash, gather) without
+	 * holding the disk back. iov itself must be final before the call.
+	 * A negative return becomes the result and nothing is written (e.g.
+	 * -EEXIST: the object turned out to exist). Runs on the calling
+	 * thread (io_uring) or on a worker (threads): it must be safe to run
+	 * alongside the other requests' calls. */
+	int (*prepare)(void *arg);
+	void *arg;
 	int result;
 };
 
@@ -86,6 +97,12 @@ struct io_read_req {
 	unsigned iovcnt;
 	size_t len;
 	bool direct;
+	/* Optional. Called once when the request finished with result 0, by
+	 * the thread that saw it finish, while other requests of the batch may
+	 * still be in flight (checksums overlap the I/O). The same thread
+	 * rules as io_write_req.prepare. */
+	void (*arrived)(void *arg);
+	void *arg;
 	int result;
 };
 

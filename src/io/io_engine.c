@@ -5,7 +5,7 @@
  *   io_write_batch / io_read_batch
  *        |  validate every request (bad ones get -EINVAL, the rest IO_PENDING)
  *        v
- *   io_ring_pool_*  (io_uring.c: chunks of queue_depth pages, one submit each)
+ *   io_ring_pool_*  (io_uring.c: up to queue_depth chains in flight, refilled as they end)
  *   io_workers_*    (io_threads.c: worker pool, one page at a time per worker)
  *
  * Validation happens here so that both engines see only requests they can

@@ -96,6 +96,11 @@ static void io_unlink_tmp(int dirfd, const char *name)
 
 static int io_sys_write(const struct io_write_req *q, struct io_ctx *c)
 {
+	if (q->prepare) {
+		int prc = q->prepare(q->arg);
+		if (prc)
+			return prc < 0 ? prc : -EIO;
+	}
 	int fd;
 	do
 		fd = openat(q->dirfd, q->tmp_name,
@@ -161,6 +166,8 @@ static int io_sys_read(const struct io_read_req *q, struct io_ctx *c)
 	while (k < 0 && errno == EINTR);
 	int rc = k < 0 ? -errno : io_read_result(k, q->len);
 	close(fd); /* nothing was written: a close error loses nothing */
+	if (rc == 0 && q->arrived)
+		q->arrived(q->arg);
 	return rc;
 }
 

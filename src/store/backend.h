@@ -21,11 +21,22 @@ struct store_obj {
 	const struct iovec *iov; /* the whole object image (put) / where it goes (get) */
 	unsigned iovcnt;
 	size_t len;              /* object bytes: image length, expected size */
+	/* Per-object hooks, used only by a backend with object_hooks (the
+	 * store does the same work itself around other backends' calls):
+	 * put calls prepare(hook_arg) once right before it writes the object
+	 * (a negative return is the result, nothing is written); get calls
+	 * arrived(hook_arg) once when the object was read whole. Either may
+	 * run on another thread, alongside the other objects' hooks. */
+	int (*prepare)(void *arg);
+	void (*arrived)(void *arg);
+	void *hook_arg;
 	int result;              /* out: see each op */
 };
 
 struct store_backend_ops {
 	const char *name;
+	/* Calls store_obj.prepare/arrived (see there). */
+	bool object_hooks;
 	/* Open with the store's config (never NULL). */
 	int (*open)(const struct hc_config *cfg, void **out);
 	void (*close)(void *be);

@@ -369,6 +369,8 @@ static int file_put(void *p, struct store_obj *objs, size_t n)
 			.len = objs[i].len,
 			.direct = direct,
 			.noreplace = true,
+			.prepare = objs[i].prepare,
+			.arg = objs[i].hook_arg,
 		};
 	}
 	int rc = io_write_batch(fb->io, reqs, n);
@@ -406,6 +408,8 @@ static int file_get(void *p, struct store_obj *objs, size_t n)
 			.iovcnt = objs[i].iovcnt,
 			.len = objs[i].len,
 			.direct = direct,
+			.arrived = objs[i].arrived,
+			.arg = objs[i].hook_arg,
 		};
 	}
 	int rc = io_read_batch(fb->io, reqs, n);
@@ -538,6 +542,7 @@ static void *cleaner_main(void *arg)
 
 const struct store_backend_ops store_file_ops = {
 	.name = "file",
+	.object_hooks = true,
 	.open = file_open,
 	.close = file_close,
 	.alignment = file_alignment,

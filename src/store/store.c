@@ -11,6 +11,13 @@
  *   get:  get(objects into pool memory or bounce slots) -> check trailer
  *         and checksum -> scatter bounce slots into the pool
  *
+ * With a backend that has per-object hooks (the file backend), the work
+ * around the I/O moves into them and overlaps the disk: put looks each
+ * object up and builds its image right before that object is written
+ * (set_prepare), get checks each object as it arrives (get_arrived) while
+ * the rest of the chunk is still being read. Other backends get the same
+ * steps around their calls, one chunk at a time.
+ *
  * An object image (store/format.h) is payload | zero pad | trailer block.
  * Zero-copy:  iov = [pool segment] [shared zero pad] [trailer block]
  * Bounce:     iov = [slot: payload, pad, trailer]   (one per page)
@@ -75,11 +82,36 @@ struct store_ctx {
 	struct stats_acc stats;
 };
 
+struct hc_store;
+struct entry;
+
+/* The CPU work of one object of a chunk, done by the backend's per-object
+ * hooks (store_obj.prepare/arrived) while the rest of the chunk is on the
+ * disk, or by the chunk loop itself for backends without them. Each hook
+ * touches only its own object (and, in bounce mode, its own page). */
+struct obj_job {
+	struct hc_store *st;
+	const struct entry *e;
+	struct store_obj *obj;
+	unsigned o;          /* object index within its page */
+	struct hc_segment seg; /* zero-copy: the pool segment */
+	uint8_t *slot;       /* bounce: the page's slot */
+	uint8_t *block;      /* where the trailer block is */
+	/* set: */
+	bool existed;        /* found before writing: nothing written */
+	/* get: */
+	bool checked;        /* verdict and damaged are set (a bounce page that
+			      * passed is in the pool already) */
+	bool damaged;
+	int verdict;         /* 0 or -EBADMSG */
+};
+
 /* Scratch of one call; cached across calls. */
 struct work {
 	struct work *next;
 	char (*names)[HC_NAME_MAX];
 	struct store_obj objs[CHUNK_OBJS];
+	struct obj_job jobs[CHUNK_OBJS];
 	struct iovec iov[CHUNK_OBJS][3];
 	uint8_t *trailers;       /* CHUNK_OBJS blocks */
 	uint8_t *discard;        /* one block: read padding lands here */
@@ -704,6 +736,43 @@ static uint8_t *entry_page(const struct entry *e, struct work *w, size_t *slot_o
 	return slot;
 }
 
+/* The object's image around its iovecs, which are already in place: the
+ * trailer with the payload's checksum and, in bounce mode, the page
+ * gathered into its slot and the padding. */
+static void build_image(const struct obj_job *j)
+{
+	const struct store_ctx *c = j->e->ctx;
+	struct store_trailer t;
+	if (c->marker) {
+		trailer_for(c, j->o, 0, &t);
+	} else if (c->zero_copy) {
+		trailer_for(c, j->o, util_checksum(j->seg.addr, j->seg.len), &t);
+	} else {
+		hc_pool_gather(c->pool, j->e->page, j->slot, c->page_bytes);
+		memset(j->slot + c->page_bytes, 0, j->obj->len - FORMAT_BLOCK - c->page_bytes);
+		trailer_for(c, j->o, util_checksum(j->slot, c->page_bytes), &t);
+	}
+	format_trailer_write(j->block, &t);
+}
+
+/* store_obj.prepare of a set, right before the object is written. Objects
+ * are immutable, so one that exists is not rewritten: the lookup and the
+ * image are made here, one object at a time, while the objects before it
+ * are already on their way to the disk. */
+static int set_prepare(void *arg)
+{
+	struct obj_job *j = arg;
+	struct store_obj probe = *j->obj;
+	probe.result = -ENOENT;
+	j->st->ops->exists(j->st->be, &probe, 1, false);
+	if (probe.result == 0) {
+		j->existed = true;
+		return -EEXIST;
+	}
+	build_image(j);
+	return 0;
+}
+
 static int set_chunk(struct hc_store *st, struct work *w, struct entry *e, size_t from,
 		     size_t to, size_t bounce_bytes)
 {
@@ -711,9 +780,11 @@ static int set_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 	int rc = work_bounce(w, bounce_bytes);
 	if (rc)
 		return rc;
-	/* Objects already stored are not rewritten. */
-	st->ops->exists(st->be, w->objs, nobj, false);
-	bool existed[CHUNK_OBJS];
+	bool hooks = st->ops->object_hooks;
+	/* Objects already stored are not rewritten: looked up in set_prepare,
+	 * or here for the whole chunk when the backend has no hooks. */
+	if (!hooks)
+		st->ops->exists(st->be, w->objs, nobj, false);
 	struct store_obj *todo[CHUNK_OBJS];
 	size_t ntodo = 0, k = 0, slot_off = 0;
 	for (size_t i = from; i < to; i++) {
@@ -722,33 +793,35 @@ static int set_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 		uint8_t *slot = entry_page(&e[i], w, &slot_off, segs);
 		for (unsigned o = 0; o < c->nobj; o++, k++) {
 			struct store_obj *obj = &w->objs[k];
-			existed[k] = obj->result == 0;
-			if (existed[k])
+			struct obj_job *j = &w->jobs[k];
+			*j = (struct obj_job){.st = st, .e = &e[i], .obj = obj, .o = o, .slot = slot,
+					      .block = w->trailers + k * FORMAT_BLOCK};
+			if (!hooks && obj->result == 0) {
+				j->existed = true;
 				continue;
-			struct store_trailer t;
-			uint8_t *block = w->trailers + k * FORMAT_BLOCK;
+			}
 			if (c->marker) {
-				trailer_for(c, o, 0, &t);
-				w->iov[k][0] = (struct iovec){block, FORMAT_BLOCK};
+				w->iov[k][0] = (struct iovec){j->block, FORMAT_BLOCK};
 				obj->iovcnt = 1;
 			} else if (c->zero_copy) {
-				trailer_for(c, o, util_checksum(segs[o].addr, segs[o].len), &t);
+				j->seg = segs[o];
 				obj->iovcnt = zero_copy_iov(w->iov[k], &segs[o], obj->len,
-							    zero_block, block);
+							    zero_block, j->block);
 			} else {
-				hc_pool_gather(c->pool, e[i].page, slot, c->page_bytes);
-				memset(slot + c->page_bytes, 0,
-				       obj->len - FORMAT_BLOCK - c->page_bytes);
-				trailer_for(c, o, util_checksum(slot, c->page_bytes), &t);
-				block = slot + obj->len - FORMAT_BLOCK;
+				j->block = slot + obj->len - FORMAT_BLOCK;
 				w->iov[k][0] = (struct iovec){slot, obj->len};
 				obj->iovcnt = 1;
 			}
-			format_trailer_write(block, &t);
+			if (hooks) {
+				obj->prepare = set_prepare;
+				obj->hook_arg = j;
+			} else {
+				build_image(j);
+			}
 			todo[ntodo++] = obj;
 		}
 	}
-	/* The backend takes a contiguous array: compact the missing ones. */
+	/* The backend takes a contiguous array: compact the ones to write. */
 	struct store_obj batch[CHUNK_OBJS];
 	for (size_t j = 0; j < ntodo; j++)
 		batch[j] = *todo[j];
@@ -765,7 +838,7 @@ static int set_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 		uint64_t bytes = 0;
 		for (unsigned o = 0; o < c->nobj; o++, k++) {
 			int r = w->objs[k].result;
-			if (existed[k] || r == -EEXIST)
+			if (w->jobs[k].existed || r == -EEXIST)
 				continue;
 			all_existed = false;
 			if (r == 0) {
@@ -812,6 +885,25 @@ static int verify_object(const struct hc_store *st, const struct store_ctx *c, u
 	return 0;
 }
 
+/* Check an object that was read whole. A bounce page that passes goes into
+ * the pool at once (bounce pages are one object). */
+static void get_check(struct obj_job *j)
+{
+	const struct store_ctx *c = j->e->ctx;
+	const void *payload = c->marker ? NULL : c->zero_copy ? j->seg.addr : j->slot;
+	j->verdict = verify_object(j->st, c, j->o, j->block, payload, &j->damaged);
+	j->checked = true;
+	if (!j->verdict && !c->zero_copy && !c->marker)
+		hc_pool_scatter(c->pool, j->e->page, j->slot, c->page_bytes);
+}
+
+/* store_obj.arrived of a get: the checksum of this object is taken while
+ * the rest of the chunk is still being read. */
+static void get_arrived(void *arg)
+{
+	get_check(arg);
+}
+
 static int get_chunk(struct hc_store *st, struct work *w, struct entry *e, size_t from, size_t to,
 		     size_t bounce_bytes)
 {
@@ -819,6 +911,7 @@ static int get_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 	int rc = work_bounce(w, bounce_bytes);
 	if (rc)
 		return rc;
+	bool hooks = st->ops->object_hooks;
 	size_t k = 0, slot_off = 0;
 	for (size_t i = from; i < to; i++) {
 		struct store_ctx *c = e[i].ctx;
@@ -826,16 +919,24 @@ static int get_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 		uint8_t *slot = entry_page(&e[i], w, &slot_off, segs);
 		for (unsigned o = 0; o < c->nobj; o++, k++) {
 			struct store_obj *obj = &w->objs[k];
-			uint8_t *block = w->trailers + k * FORMAT_BLOCK;
+			struct obj_job *j = &w->jobs[k];
+			*j = (struct obj_job){.st = st, .e = &e[i], .obj = obj, .o = o, .slot = slot,
+					      .block = w->trailers + k * FORMAT_BLOCK};
 			if (c->marker) {
-				w->iov[k][0] = (struct iovec){block, FORMAT_BLOCK};
+				w->iov[k][0] = (struct iovec){j->block, FORMAT_BLOCK};
 				obj->iovcnt = 1;
 			} else if (c->zero_copy) {
+				j->seg = segs[o];
 				obj->iovcnt = zero_copy_iov(w->iov[k], &segs[o], obj->len,
-							    w->discard, block);
+							    w->discard, j->block);
 			} else {
+				j->block = slot + obj->len - FORMAT_BLOCK;
 				w->iov[k][0] = (struct iovec){slot, obj->len};
 				obj->iovcnt = 1;
+			}
+			if (hooks) {
+				obj->arrived = get_arrived;
+				obj->hook_arg = j;
 			}
 		}
 	}
@@ -846,31 +947,19 @@ static int get_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 	struct store_obj heal[CHUNK_OBJS];
 	size_t nheal = 0;
 	k = 0;
-	slot_off = 0;
 	for (size_t i = from; i < to; i++) {
 		struct store_ctx *c = e[i].ctx;
-		struct hc_segment segs[STORE_MAX_OBJS];
-		uint8_t *slot = entry_page(&e[i], w, &slot_off, segs);
 		int page_rc = 0;
 		for (unsigned o = 0; o < c->nobj; o++, k++) {
+			struct obj_job *j = &w->jobs[k];
 			int r = w->objs[k].result;
 			if (r == -ENODATA || r == -EFBIG)
 				r = -EBADMSG; /* wrong size: not an object of this geometry */
 			if (r == 0) {
-				const uint8_t *block, *payload;
-				if (c->zero_copy) {
-					block = w->trailers + k * FORMAT_BLOCK;
-					payload = segs[o].addr;
-				} else if (c->marker) {
-					block = w->trailers + k * FORMAT_BLOCK;
-					payload = NULL;
-				} else {
-					block = slot + w->objs[k].len - FORMAT_BLOCK;
-					payload = slot;
-				}
-				bool damaged;
-				r = verify_object(st, c, o, block, payload, &damaged);
-				if (damaged && st->ops->remove)
+				if (!j->checked)
+					get_check(j);
+				r = j->verdict;
+				if (j->damaged && st->ops->remove)
 					heal[nheal++] = w->objs[k];
 			}
 			if (r == -EBADMSG) {
@@ -881,8 +970,6 @@ static int get_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 			if (r && !page_rc)
 				page_rc = r;
 		}
-		if (!page_rc && !c->zero_copy && !c->marker)
-			hc_pool_scatter(c->pool, e[i].page, slot, c->page_bytes);
 		set_result(&e[i], page_rc);
 		if (!page_rc) {
 			stat_add(c, st, STAT(hits), 1);

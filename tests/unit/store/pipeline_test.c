@@ -1,0 +1,143 @@
+/*
+ * The file store's per-object work inside one batch of more pages than the
+ * I/O queue depth: on set, the existence check and the image (checksum,
+ * gather) are made object by object as the batch is sent, so pages that
+ * exist are skipped and untouched while the others are written; on get,
+ * each object is checked as it arrives, so a corrupt object in the middle
+ * of a batch is a miss (and is removed, so a later set heals it) while its
+ * neighbours are hits. Zero-copy (two objects per page) and bounce.
+ */
+#include "store_test.h"
+
+enum { KV_ID = 3 };
+
+#define N 40
+#define SLOTS (2 * N)
+#define CORRUPT_A 17 /* first object's payload flipped */
+#define MISSING 23   /* first object deleted */
+#define CORRUPT_B 31 /* last object's payload flipped */
+
+static void check_batch(const char *dir, bool bounce)
+{
+	struct hc_kv_geometry g = st_kv_geo(HC_LAYOUT_PAGE_FIRST, false, SLOTS);
+	struct hc_pool *pool = st_kv_pool(&g);
+	struct hc_store *st =
+		st_open_file(dir, st_dir_supports_direct(dir), bounce, "\"io_depth\": 8");
+	assert_int_equal(hc_store_register_pool(st, "kv", pool, true), 0);
+	struct hc_store_pool_info info;
+	assert_int_equal(hc_store_pool_info(st, "kv", &info), 0);
+	const char *first = bounce ? "" : "_k", *last = bounce ? "" : "_v";
+
+	struct hc_key keys[N];
+	st_keys(11, N, 8, keys);
+	uint64_t slots[N], back[N];
+	int res[N];
+	for (uint64_t i = 0; i < N; i++) {
+		slots[i] = i;
+		back[i] = N + i;
+		st_fill(pool, i, KV_ID, i);
+	}
+
+	/* Half of the batch exists already: those pages are not rewritten. */
+	assert_int_equal(hc_store_set(st, keys, N / 2, slots, NULL), 0);
+	char path[PATH_MAX];
+	st_obj_path(dir, &keys[0], ST_SUFFIX, first, path);
+	struct stat before;
+	assert_int_equal(stat(path, &before), 0);
+	struct hc_store_stats a = st_stats(st, NULL);
+	assert_int_equal(hc_store_set(st, keys, N, slots, res), 0);
+	struct hc_store_stats b = st_stats(st, NULL);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(res[i], 0);
+	assert_int_equal(b.pages_existing - a.pages_existing, N / 2);
+	assert_int_equal(b.pages_written - a.pages_written, N / 2);
+	assert_int_equal(b.bytes_written - a.bytes_written, (N / 2) * hc_pool_page_bytes(pool));
+	struct stat after;
+	assert_int_equal(stat(path, &after), 0);
+	assert_int_equal(after.st_ino, before.st_ino);
+	assert_int_equal(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+	assert_int_equal(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+
+	/* Damage in the middle of the batch. */
+	st_obj_path(dir, &keys[CORRUPT_A], ST_SUFFIX, first, path);
+	st_flip(path, 100, 0x04);
+	st_obj_path(dir, &keys[MISSING], ST_SUFFIX, first, path);
+	assert_int_equal(unlink(path), 0);
+	st_obj_path(dir, &keys[CORRUPT_B], ST_SUFFIX, last, path);
+	st_flip(path, 4000, 0x80);
+
+	for (uint64_t i = 0; i < N; i++)
+		st_clear(pool, back[i]);
+	a = st_stats(st, NULL);
+	assert_int_equal(hc_store_get(st, keys, N, back, res), CORRUPT_A);
+	b = st_stats(st, NULL);
+	for (int i = 0; i < N; i++) {
+		int want = i == CORRUPT_A || i == CORRUPT_B ? -EBADMSG : i == MISSING ? -ENOENT : 0;
+		if (res[i] != want)
+			fail_msg("bounce %d: page %d: result %d, expected %d", bounce, i, res[i], want);
+		if (!want)
+			st_assert_page(pool, back[i], KV_ID, (uint64_t)i);
+	}
+	assert_int_equal(b.corrupt - a.corrupt, 2);
+	assert_int_equal(b.hits - a.hits, N - 3);
+	assert_int_equal(b.misses - a.misses, 3);
+
+	/* The broken objects were removed; the whole ones of those pages stay. */
+	st_obj_path(dir, &keys[CORRUPT_A], ST_SUFFIX, first, path);
+	assert_int_equal(st_file_size(path), -1);
+	st_obj_path(dir, &keys[CORRUPT_B], ST_SUFFIX, last, path);
+	assert_int_equal(st_file_size(path), -1);
+	if (!bounce) {
+		st_obj_path(dir, &keys[CORRUPT_B], ST_SUFFIX, first, path);
+		assert_true(st_file_size(path) > 0);
+	}
+
+	/* A set of the whole batch heals exactly those three pages. */
+	a = st_stats(st, NULL);
+	assert_int_equal(hc_store_set(st, keys, N, slots, NULL), 0);
+	b = st_stats(st, NULL);
+	assert_int_equal(b.pages_written - a.pages_written, 3);
+	assert_int_equal(b.pages_existing - a.pages_existing, N - 3);
+	for (uint64_t i = 0; i < N; i++)
+		st_clear(pool, back[i]);
+	assert_int_equal(hc_store_get(st, keys, N, back, res), N);
+	for (uint64_t i = 0; i < N; i++)
+		st_assert_page(pool, back[i], KV_ID, i);
+
+	struct st_count c = st_count(dir);
+	assert_int_equal(c.tmps, 0);
+	assert_int_equal(c.files, (size_t)N * info.objects);
+	hc_store_close(st);
+	hc_pool_destroy(pool);
+	st_empty_dir(dir);
+}
+
+static void test_batch_zero_copy(void **state)
+{
+	(void)state;
+	char dir[PATH_MAX];
+	st_mkdtemp(dir);
+	check_batch(dir, false);
+	st_rmrf(dir);
+}
+
+static void test_batch_bounce(void **state)
+{
+	(void)state;
+	char dir[PATH_MAX];
+	st_mkdtemp(dir);
+	check_batch(dir, true);
+	st_rmrf(dir);
+}
+
+int main(void)
+{
+	int rc = st_engine_check();
+	if (rc)
+		return rc;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_batch_zero_copy),
+		cmocka_unit_test(test_batch_bounce),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
