@@ -2,16 +2,18 @@
 # names the common jobs.
 #   make            release build in build/
 #   make test       install missing Debian packages, ASan+UBSan build, ctest
+#                   (with a local S3 gateway for the S3 tests)
 #   make tsan       ThreadSanitizer build of the concurrency tests
 #   make install    install the release build (PREFIX=/usr/local)
 #   make bench      foundation benchmarks, figures to stdout
 #   make demo       replay the Mooncake synthetic trace through L1, L2 and a file L3
+#   make s3-bench   hicache's S3 backend vs curl --parallel against a local gateway
 
 PREFIX ?= /usr/local
 JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 
-.PHONY: all release test tsan install bench clean deps demo
+.PHONY: all release test tsan install bench clean deps demo s3-bench
 
 all: release
 
@@ -22,10 +24,15 @@ release:
 deps:
 	bash scripts/deps.sh
 
+# The S3 tests run against a real gateway (scripts/s3-server.sh: Ceph's
+# radosgw on 127.0.0.1, installed on first use): ctest's s3_server fixture
+# starts it before the first S3 test and stops it after the last, also when
+# tests fail; the trap stops it as well if ctest itself is interrupted.
 test: deps
 	$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHC_SANITIZE=ON
 	$(CMAKE) --build build-asan -j $(JOBS)
-	cd build-asan && ctest --output-on-failure -j $(JOBS)
+	cd build-asan && trap 'bash ../scripts/s3-server.sh stop "$$PWD/s3-server" >/dev/null 2>&1' EXIT INT TERM && \
+		ctest --output-on-failure -j $(JOBS)
 
 tsan: deps
 	$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DHC_TSAN=ON -DHC_BUILD_BENCH=OFF
@@ -42,6 +49,9 @@ bench: release
 demo: deps release
 	@d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
 	build/hicache replay data/mooncake_synthetic_trace.jsonl --l3 file:$$d
+
+s3-bench: release
+	bash bench/s3_vs_curl.sh --bin build/hicache
 
 clean:
 	rm -rf build build-asan build-tsan

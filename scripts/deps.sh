@@ -4,7 +4,7 @@
 # something is missing.
 set -euo pipefail
 
-PACKAGES=(gcc make cmake pkg-config python3 liburing-dev libssl-dev libxxhash-dev libcjson-dev
+PACKAGES=(gcc make cmake pkg-config python3 liburing-dev libssl-dev libcurl4-openssl-dev libxxhash-dev libcjson-dev
 	libcmocka-dev)
 
 missing=()

@@ -5,7 +5,8 @@
  * comes from, in order of precedence:
  *   1. the JSON object given to hc_config_create(): JSON text, or
  *      "@path/to/file.json" to read it from a file;
- *   2. the key's HICACHE_* environment variable;
+ *   2. the key's environment variable (HICACHE_*; the S3 credentials and
+ *      bucket also read the standard AWS_* names);
  *   3. the key's default.
  * An unknown key, a value of the wrong type or out of bounds (in the JSON or
  * in the environment) is an error whose message names the key (see

@@ -47,11 +47,13 @@ struct hc_store;
 
 struct hc_store_opts {
 	size_t struct_size;
-	/* "file" (default) or "mem". */
+	/* "file" (default), "mem" or "s3" (an S3 bucket shared by many
+	 * instances: docs/S3.md). */
 	const char *backend;
 	/* Backend keys (dirs, use_direct_io, io_engine, verify_checksum,
-	 * capacity_gb, watermarks, mem_capacity_bytes ...); NULL = defaults
-	 * and environment. Read at open only. */
+	 * capacity_gb, watermarks, mem_capacity_bytes, endpoint, bucket,
+	 * prefix, max_inflight ...); NULL = defaults and environment. Read at
+	 * open only. */
 	const struct hc_config *config;
 	/* Naming: suffix "_<model>" (MLA) or "_<model>_<tp_rank>_<tp_size>". */
 	const char *model;
@@ -64,7 +66,8 @@ struct hc_store_opts {
 
 HC_API void hc_store_opts_init(struct hc_store_opts *opts, size_t size);
 /* Returns 0, -EINVAL (bad option or config; the message names it), -ENOENT /
- * -EACCES / -ENOTDIR (a base dir), -ENOMEM. *out is NULL on failure. */
+ * -EACCES / -ENOTDIR (a base dir; s3: no such bucket / access denied),
+ * -ENOMEM. *out is NULL on failure. */
 HC_API int hc_store_open(const struct hc_store_opts *opts, struct hc_store **out);
 /* Accepts NULL. Waits for background work (the cleaner) to stop. */
 HC_API void hc_store_close(struct hc_store *store);
@@ -159,7 +162,10 @@ HC_API int hc_store_stats(const struct hc_store *store, const char *pool, struct
 /* Latency quantile (0 < q < 1) of a histogram, in microseconds. */
 HC_API double hc_store_latency_quantile(const uint64_t hist[HC_STORE_LAT_BUCKETS], double q);
 
-/* ---- file store maintenance (works on directories, no open store) ---- */
+/* ---- file store maintenance (works on directories, no open store) ----
+ * hc_file_ls() and hc_file_gc() also take one "s3://bucket/prefix" URL as
+ * the only "directory": they list the bucket under the prefix (endpoint and
+ * credentials from the environment, as docs/CONFIG.md lists). */
 
 struct hc_fsck_report {
 	uint64_t ok, corrupt, orphaned_temp, foreign; /* foreign: not a store object */

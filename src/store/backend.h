@@ -64,5 +64,6 @@ struct store_backend_ops {
 
 extern const struct store_backend_ops store_file_ops;
 extern const struct store_backend_ops store_mem_ops;
+extern const struct store_backend_ops store_s3_ops;
 
 #endif

@@ -1,9 +1,11 @@
 /* Offline tools over a file store's directories: fsck, ls, gc. They need
  * no open store and no geometry: every object describes itself in its
- * trailer (store/format.h). */
+ * trailer (store/format.h). ls and gc also take one "s3://bucket/prefix"
+ * URL in place of the directories (store/s3.h). */
 #define _GNU_SOURCE
 #include "store/file_scan.h"
 #include "store/format.h"
+#include "store/s3.h"
 #include "util/util.h"
 
 #include <hicache/key.h>
@@ -26,6 +28,20 @@ static int check_args(const char *const *dirs, size_t ndirs, const void *out, co
 		if (!dirs[i] || !*dirs[i])
 			return util_fail(-EINVAL, "%s: directory %zu is empty", what, i);
 	return 0;
+}
+
+/* One s3:// URL alone, or directories only. Returns 1 for a URL, 0 for
+ * directories, or -EINVAL. */
+static int s3_target(const char *const *dirs, size_t ndirs, const char *what)
+{
+	bool any = false;
+	for (size_t i = 0; i < ndirs; i++)
+		any = any || s3_is_url(dirs[i]);
+	if (!any)
+		return 0;
+	if (ndirs != 1)
+		return util_fail(-EINVAL, "%s: an s3:// URL must be the only location given", what);
+	return 1;
 }
 
 /* Is the object at path whole and consistent? Reads it once. */
@@ -108,6 +124,9 @@ int hc_file_ls(const char *const *dirs, size_t ndirs, struct hc_ls_report *out)
 	int rc = check_args(dirs, ndirs, out, "hc_file_ls");
 	if (rc)
 		return rc;
+	rc = s3_target(dirs, ndirs, "hc_file_ls");
+	if (rc)
+		return rc < 0 ? rc : s3_tool_ls(dirs[0], out);
 	struct file_scan s;
 	rc = file_scan_dirs(dirs, ndirs, &s);
 	if (rc)
@@ -129,6 +148,9 @@ int hc_file_gc(const char *const *dirs, size_t ndirs, uint64_t capacity_bytes,
 	int rc = check_args(dirs, ndirs, dirs, "hc_file_gc");
 	if (rc)
 		return rc;
+	rc = s3_target(dirs, ndirs, "hc_file_gc");
+	if (rc)
+		return rc < 0 ? rc : s3_tool_gc(dirs[0], capacity_bytes, removed_pages, removed_bytes);
 	struct file_scan s;
 	rc = file_scan_dirs(dirs, ndirs, &s);
 	if (rc)

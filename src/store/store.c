@@ -276,8 +276,10 @@ int hc_store_open(const struct hc_store_opts *o, struct hc_store **out)
 		ops = &store_file_ops;
 	else if (!strcmp(backend, "mem"))
 		ops = &store_mem_ops;
+	else if (!strcmp(backend, "s3"))
+		ops = &store_s3_ops;
 	else
-		return util_fail(-EINVAL, "store: unknown backend '%s' (file or mem)", backend);
+		return util_fail(-EINVAL, "store: unknown backend '%s' (file, mem or s3)", backend);
 	if (o->tp_size == 0 || o->tp_rank >= o->tp_size)
 		return util_fail(-EINVAL, "store: tp_rank %u must be below tp_size %u", o->tp_rank,
 				 o->tp_size);

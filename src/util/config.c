@@ -36,9 +36,22 @@ struct config_key {
 	const char *doc;
 };
 
+/* Credentials: their values are never shown (hc_config_foreach says
+ * "(set)"), and no message quotes them. */
+static const char *const secret_keys[] = {"access_key", "secret_key", "session_token", NULL};
+
+static bool key_is_secret(const char *name)
+{
+	for (const char *const *k = secret_keys; *k; k++)
+		if (!strcmp(*k, name))
+			return true;
+	return false;
+}
+
 static const char *const huge_sizes[] = {"2MB", "1GB", "2M", "1G", NULL};
 static const char *const huge_modes[] = {"off", "prefer", "required", NULL};
 static const char *const io_engines[] = {"auto", "uring", "threads", NULL};
+static const char *const s3_schemes[] = {"https", "http", NULL};
 
 static const struct config_key config_table[] = {
 	/* mem: host memory */
@@ -82,6 +95,34 @@ static const struct config_key config_table[] = {
 	/* store/mem: the in-process backend */
 	{"mem_capacity_bytes", HC_CONFIG_INT, "HICACHE_MEM_CAPACITY_BYTES", "0", 0, 9e18, NULL,
 	 "mem backend byte cap; least recently used objects go first (0 = none)"},
+	/* store/s3: the S3 backend */
+	{"endpoint", HC_CONFIG_STRING, "HICACHE_S3_ENDPOINT", "", 0, 0, NULL,
+	 "s3 backend endpoint, [http[s]://]host[:port] (empty = s3.<region>.amazonaws.com)"},
+	{"bucket", HC_CONFIG_STRING, "AWS_DEFAULT_BUCKET", "", 0, 0, NULL, "s3 backend bucket"},
+	{"region", HC_CONFIG_STRING, "HICACHE_S3_REGION", "us-east-1", 0, 0, NULL,
+	 "s3 backend region (signing scope)"},
+	{"prefix", HC_CONFIG_STRING, "HICACHE_S3_PREFIX", "", 0, 0, NULL,
+	 "s3 backend key prefix: object key = prefix + physical name"},
+	{"access_key", HC_CONFIG_STRING, "AWS_ACCESS_KEY_ID", "", 0, 0, NULL,
+	 "s3 backend access key id"},
+	{"secret_key", HC_CONFIG_STRING, "AWS_SECRET_ACCESS_KEY", "", 0, 0, NULL,
+	 "s3 backend secret access key"},
+	{"session_token", HC_CONFIG_STRING, "AWS_SESSION_TOKEN", "", 0, 0, NULL,
+	 "s3 backend session token of temporary credentials (empty = none)"},
+	{"scheme", HC_CONFIG_STRING, "HICACHE_S3_SCHEME", "https", 0, 0, s3_schemes,
+	 "s3 backend scheme when the endpoint has none: https or http"},
+	{"ca_bundle", HC_CONFIG_STRING, "HICACHE_S3_CA_BUNDLE", "", 0, 0, NULL,
+	 "s3 backend CA certificates file for https (empty = the system's)"},
+	{"use_virtual_addressing", HC_CONFIG_BOOL, "HICACHE_S3_USE_VIRTUAL_ADDRESSING", "false", 0,
+	 0, NULL, "s3 backend virtual-hosted URLs (bucket.host/key) instead of host/bucket/key"},
+	{"unsigned_payload", HC_CONFIG_BOOL, "HICACHE_S3_UNSIGNED_PAYLOAD", "false", 0, 0, NULL,
+	 "s3 backend: send UNSIGNED-PAYLOAD instead of each body's SHA-256"},
+	{"max_inflight", HC_CONFIG_INT, "HICACHE_S3_MAX_INFLIGHT", "32", 1, 1024, NULL,
+	 "s3 backend requests in flight per store call (keep-alive connections)"},
+	{"timeout_ms", HC_CONFIG_INT, "HICACHE_S3_TIMEOUT_MS", "30000", 100, 3600000, NULL,
+	 "s3 backend timeout of one request in ms (connecting: at most 3000)"},
+	{"retries", HC_CONFIG_INT, "HICACHE_S3_RETRIES", "3", 0, 20, NULL,
+	 "s3 backend retries of a timed-out, dropped, 5xx or 429 request (exponential backoff)"},
 };
 
 #define CONFIG_NKEYS (sizeof(config_table) / sizeof(config_table[0]))
@@ -572,7 +613,10 @@ void hc_config_foreach(const struct hc_config *cfg, hc_config_visit_fn fn, void 
 			snprintf(text, sizeof(text), "%g", v->d);
 			break;
 		case HC_CONFIG_STRING:
-			snprintf(text, sizeof(text), "%s", v->s ? v->s : "");
+			if (key_is_secret(k->name))
+				snprintf(text, sizeof(text), "%s", v->s && *v->s ? "(set)" : "");
+			else
+				snprintf(text, sizeof(text), "%s", v->s ? v->s : "");
 			break;
 		case HC_CONFIG_LIST: {
 			size_t used = 0;

@@ -1,6 +1,6 @@
 /*
  * hicache bench store: throughput and batch latency of hc_store_set, _get
- * and _exists on the file or mem backend, with page contents that a later
+ * and _exists on the file, mem or s3 backend, with page contents that a later
  * run can check byte for byte.
  *
  *   page i (0 <= i < --pages)
@@ -80,6 +80,9 @@ static const char *const op_names[] = {"set", "get", "exists", "mixed"};
 struct bench_args {
 	const char *backend;
 	const char *dirs[BENCH_DIRS_MAX];
+	/* s3: NULL = config / environment */
+	const char *endpoint, *bucket, *prefix;
+	uint64_t max_inflight; /* 0 = config / environment */
 	size_t ndirs;
 	uint64_t page_bytes;
 	uint64_t pages;
@@ -182,7 +185,9 @@ static void bench_usage(FILE *out)
 	fprintf(out,
 		"usage: hicache bench store --op set|get|exists|mixed\n"
 		"                           (--pages N | --total-bytes N) --page-bytes N\n"
-		"                           [--backend file|mem] [--dir DIR]... [--batch N]\n"
+		"                           [--backend file|mem|s3] [--dir DIR]... [--batch N]\n"
+		"                           [--endpoint URL] [--bucket B] [--prefix P]\n"
+		"                           [--max-inflight N]\n"
 		"                           [--layout layer_first|page_first|page_first_direct]\n"
 		"                           [--mla] [--threads T] [--engine uring|threads|auto]\n"
 		"                           [--direct on|off] [--zero-copy on|off] [--seed S]\n"
@@ -219,10 +224,17 @@ static void bench_usage(FILE *out)
 		"                       down); N may end in K, M, G or T (powers of 1024)\n"
 		"  -p, --page-bytes N   bytes of one flat page, 1..%llu, K/M/G suffix\n"
 		"                       allowed (required)\n"
-		"  -b, --backend B      file (default) or mem (lives in this process: get and\n"
-		"                       exists store the pages first, untimed)\n"
+		"  -b, --backend B      file (default), mem (lives in this process: get and\n"
+		"                       exists store the pages first, untimed) or s3\n"
 		"  -d, --dir DIR        file backend base dir (repeat for several; default:\n"
 		"                       config 'dirs', env HICACHE_STORAGE_DIR)\n"
+		"      --endpoint URL   s3: [http[s]://]host[:port] (default: config 'endpoint',\n"
+		"                       env HICACHE_S3_ENDPOINT); credentials come from\n"
+		"                       AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY\n"
+		"      --bucket B       s3: bucket (default: config, env AWS_DEFAULT_BUCKET)\n"
+		"      --prefix P       s3: object key prefix (default: config, HICACHE_S3_PREFIX)\n"
+		"      --max-inflight N s3: requests in flight per store call, 1..1024\n"
+		"                       (default: config, HICACHE_S3_MAX_INFLIGHT, 32)\n"
 		"  -B, --batch N        pages per store call (default 32)\n"
 		"  -l, --layout L       pool layout (default page_first)\n"
 		"      --mla            MLA pool: one object per page (see Pages)\n"
@@ -336,6 +348,10 @@ enum {
 	OPT_TOTAL_BYTES,
 	OPT_MLA,
 	OPT_POOL_WARMUP,
+	OPT_ENDPOINT,
+	OPT_BUCKET,
+	OPT_PREFIX,
+	OPT_MAX_INFLIGHT,
 };
 
 /* Returns 0, 2 (bad usage, said) or -1 (--help printed). */
@@ -364,8 +380,8 @@ static int parse_option(struct bench_args *a, int c, const char *arg)
 					 "a size of at least 1 (K/M/G/T allowed)");
 		return 0;
 	case 'b':
-		if (strcmp(arg, "file") && strcmp(arg, "mem"))
-			return bad_value("backend", arg, "file or mem");
+		if (strcmp(arg, "file") && strcmp(arg, "mem") && strcmp(arg, "s3"))
+			return bad_value("backend", arg, "file, mem or s3");
 		a->backend = arg;
 		return 0;
 	case 'd':
@@ -409,6 +425,21 @@ static int parse_option(struct bench_args *a, int c, const char *arg)
 		if (!parse_on_off(arg, &a->zero_copy))
 			return bad_value("zero-copy", arg, "on or off");
 		return 0;
+	case OPT_ENDPOINT:
+		if (!arg[0])
+			return bad_value("endpoint", arg, "[http[s]://]host[:port]");
+		a->endpoint = arg;
+		return 0;
+	case OPT_BUCKET:
+		if (!arg[0])
+			return bad_value("bucket", arg, "a bucket name");
+		a->bucket = arg;
+		return 0;
+	case OPT_PREFIX: a->prefix = arg; return 0;
+	case OPT_MAX_INFLIGHT:
+		if (!cli_parse_u64(arg, 1, 1024, &a->max_inflight))
+			return bad_value("max-inflight", arg, "a number in 1..1024");
+		return 0;
 	case OPT_VERIFY: a->verify = true; return 0;
 	case OPT_JSON: a->json = true; return 0;
 	case OPT_DROP_CACHES: a->drop_caches = true; return 0;
@@ -446,6 +477,10 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		{"total-bytes", required_argument, NULL, OPT_TOTAL_BYTES},
 		{"mla", no_argument, NULL, OPT_MLA},
 		{"pool-warmup", required_argument, NULL, OPT_POOL_WARMUP},
+		{"endpoint", required_argument, NULL, OPT_ENDPOINT},
+		{"bucket", required_argument, NULL, OPT_BUCKET},
+		{"prefix", required_argument, NULL, OPT_PREFIX},
+		{"max-inflight", required_argument, NULL, OPT_MAX_INFLIGHT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -507,6 +542,11 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 	}
 	if (a->ndirs && strcmp(a->backend, "file")) {
 		fprintf(stderr, "hicache bench: --dir needs --backend file\n");
+		return 2;
+	}
+	if ((a->endpoint || a->bucket || a->prefix || a->max_inflight) && strcmp(a->backend, "s3")) {
+		fprintf(stderr, "hicache bench: --endpoint, --bucket, --prefix and --max-inflight "
+				"need --backend s3\n");
 		return 2;
 	}
 	if (a->batch * a->threads > UINT64_MAX / a->page_bytes) {
@@ -649,6 +689,10 @@ static char *config_json(const struct bench_args *a)
 
 	for (size_t i = 0; i < a->ndirs; i++)
 		t.cap += 6 * strlen(a->dirs[i]) + 4;
+	const char *s3_keys[3] = {"endpoint", "bucket", "prefix"};
+	const char *s3_values[3] = {a->endpoint, a->bucket, a->prefix};
+	for (int i = 0; i < 3; i++)
+		t.cap += s3_values[i] ? 6 * strlen(s3_values[i]) + 32 : 0;
 	t.buf = malloc(t.cap);
 	if (!t.buf)
 		return NULL;
@@ -662,6 +706,14 @@ static char *config_json(const struct bench_args *a)
 		}
 		text_add(&t, "]");
 	}
+	for (int i = 0; i < 3; i++) {
+		if (!s3_values[i])
+			continue;
+		text_add(&t, ", \"%s\": ", s3_keys[i]);
+		text_json_string(&t, s3_values[i]);
+	}
+	if (a->max_inflight)
+		text_add(&t, ", \"max_inflight\": %llu", (unsigned long long)a->max_inflight);
 	if (a->engine)
 		text_add(&t, ", \"io_engine\": \"%s\"", a->engine);
 	if (a->direct >= 0)
@@ -1220,6 +1272,8 @@ static const char *cache_note(const char *cache)
 		return "cold (page cache dropped)";
 	if (!strcmp(cache, "warm"))
 		return "warm or partly cached (page cache not dropped: --drop-caches, as root)";
+	if (!strcmp(cache, "s3"))
+		return "n/a (object store over the network)";
 	return "n/a (mem backend)";
 }
 
@@ -1361,7 +1415,7 @@ static bool drop_page_cache(void)
 static const char *prepare_get(const struct bench_args *a, bool direct)
 {
 	if (strcmp(a->backend, "file"))
-		return "mem";
+		return a->backend;
 	bool dropped = a->drop_caches && drop_page_cache();
 	if (direct)
 		return "o_direct";

@@ -1,5 +1,5 @@
-/* hicache gc: delete the oldest pages of a file store (all objects of a
- * page together) until it holds at most --capacity-gb, as the store's own
+/* hicache gc: delete the oldest pages of a file store or of an
+ * s3://bucket/prefix (all objects of a page together) until it holds at most --capacity-gb, as the store's own
  * cleaner does (hc_file_gc(); the store need not be open). */
 #include "commands.h"
 
@@ -18,9 +18,11 @@
 static void gc_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: hicache gc DIR... --capacity-gb N [--json]\n"
+		"usage: hicache gc (DIR... | s3://BUCKET[/PREFIX]) --capacity-gb N [--json]\n"
 		"\n"
-		"Deletes the oldest pages under the file store base dirs DIR... (a page's age\n"
+		"Deletes the oldest pages under the file store base dirs DIR..., or in the S3\n"
+		"bucket under the key prefix (endpoint and credentials from the environment,\n"
+		"as for hicache ls), (a page's age\n"
 		"is the newest mtime of its objects) until the objects take at most N GB\n"
 		"(N x 10^9 bytes; N may be fractional, 0 empties the store), then prints the\n"
 		"pages and bytes removed and the bytes left.\n"

@@ -1,6 +1,7 @@
 /* hicache ls: what a file store holds (pages, objects, bytes) and the age
- * of its oldest and newest objects, from a scan of its directories
- * (hc_file_ls(); the store need not be open). */
+ * of its oldest and newest objects, from a scan of its directories or a
+ * listing of an s3://bucket/prefix (hc_file_ls(); the store need not be
+ * open). */
 #include "commands.h"
 
 #include <hicache/hicache.h>
@@ -14,9 +15,11 @@
 static void ls_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: hicache ls [--json] DIR...\n"
+		"usage: hicache ls [--json] DIR... | s3://BUCKET[/PREFIX]\n"
 		"\n"
-		"Scans the file store base dirs DIR... and prints the number of pages\n"
+		"Scans the file store base dirs DIR... (or lists the S3 bucket under the key\n"
+		"prefix; endpoint and credentials from HICACHE_S3_ENDPOINT, AWS_ACCESS_KEY_ID,\n"
+		"AWS_SECRET_ACCESS_KEY, ... as docs/CONFIG.md says) and prints the number of pages\n"
 		"(distinct page keys; a zero-copy page is several objects), objects and\n"
 		"bytes, and the modification times of the oldest and newest objects as\n"
 		"ISO-8601 UTC (\"-\" / null when the store is empty).\n"

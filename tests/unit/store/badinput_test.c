@@ -253,9 +253,9 @@ static void test_open_errors(void **state)
 	assert_null(st);
 	assert_last_error_contains("struct_size");
 
-	assert_int_equal(st_open_json("s3", json, ST_MODEL, 0, 1, false, &st), -EINVAL);
+	assert_int_equal(st_open_json("nfs", json, ST_MODEL, 0, 1, false, &st), -EINVAL);
 	assert_null(st);
-	assert_last_error_contains("'s3'");
+	assert_last_error_contains("'nfs'");
 	assert_int_equal(st_open_json("file", json, ST_MODEL, 2, 2, false, &st), -EINVAL);
 	assert_last_error_contains("tp_rank 2");
 	assert_int_equal(st_open_json("file", json, ST_MODEL, 0, 0, false, &st), -EINVAL);
