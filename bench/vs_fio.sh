@@ -27,6 +27,7 @@
 #
 # usage: bench/vs_fio.sh [--quick] [--dir DIR] [--out FILE] [--runs N] [--batch B]
 #                        [--bin HICACHE] [--compare OLD] [--cases LIST] [--cold-meta] [--keep]
+#                        [--huge-pages off|prefer|required]
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -43,6 +44,7 @@ cases=""
 old_bin=""
 cold_meta=0
 keep=0
+huge=off
 
 usage() {
 	sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
@@ -59,6 +61,8 @@ options:
   --cases LIST  SIZE:FILES pairs (default "64K:2048 512K:512 2M:256 8M:64")
   --cold-meta   drop dentries and inodes too before reads (echo 3, not 1)
   --keep        leave the files in place
+  --huge-pages M  both tools' buffers on 2 MiB pages (hicache --huge-pages M; fio
+                through glibc's malloc tunable, transparent huge pages); default off
 EOF
 }
 
@@ -74,6 +78,7 @@ while [ $# -gt 0 ]; do
 	--cases) cases=${2:?--cases needs a value}; shift ;;
 	--cold-meta) cold_meta=1 ;;
 	--keep) keep=1 ;;
+	--huge-pages) huge=${2:?--huge-pages needs a value}; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "vs_fio.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
 	esac
@@ -181,7 +186,7 @@ hc_run() { # op dir size files [binary] -> GB/s
 	local op=$1 dir=$2 size=$3 files=$4 exe=${5:-$bin} o=$work/hc.json
 	HICACHE_IO_DEPTH=$batch "$exe" bench store --op "$op" --dir "$dir" --pages "$files" \
 		--page-bytes "$size" --batch "$batch" --mla --zero-copy on --direct on \
-		--engine uring --pool-warmup on --json >"$o" 2>"$work/hc.err" ||
+		--engine uring --pool-warmup on --huge-pages "$huge" --json >"$o" 2>"$work/hc.err" ||
 		{ echo "hicache bench failed: $(cat "$work/hc.err" "$o")" >&2; return 1; }
 	# Anything but a clean cold run would not be comparable.
 	local bad
@@ -204,7 +209,10 @@ fio_run() { # op dir size files -> GB/s
 	else
 		extra=(--rw=read --allow_file_create=0)
 	fi
-	fio --name=hc --directory="$dir" --ioengine=io_uring --direct=1 --nrfiles="$files" \
+	local tun=${GLIBC_TUNABLES:-}
+	[ "$huge" = off ] || tun=glibc.malloc.hugetlb=1
+	GLIBC_TUNABLES=$tun fio --name=hc --directory="$dir" --ioengine=io_uring --direct=1 \
+		--nrfiles="$files" \
 		--filesize="$size" --bs="$size" --iodepth="$batch" --openfiles="$batch" \
 		--file_service_type=sequential "${extra[@]}" --output-format=json >"$o" \
 		2>"$work/fio.err" || { echo "fio failed: $(cat "$work/fio.err")" >&2; return 1; }
@@ -220,6 +228,7 @@ mnt=$(findmnt -no SOURCE,FSTYPE,OPTIONS -T "$work" 2>/dev/null || echo "?")
 echo "# hicache vs fio: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, kernel $(uname -r), $(fio --version)"
 echo "# dir $work on $mnt"
 echo "# batch = iodepth = openfiles = $batch; $runs run(s) per case, median; GB/s of payload"
+echo "# huge pages for both tools' buffers: $huge"
 [ $root = 1 ] || echo "# not root: page cache not dropped before reads (O_DIRECT reads are still cold)"
 echo "# run case tool op GB/s"
 

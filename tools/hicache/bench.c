@@ -99,6 +99,7 @@ struct bench_args {
 	bool zero_copy;
 	bool mla; /* one latent buffer: one object per page in zero-copy mode */
 	bool pool_warmup;
+	enum hc_huge_mode huge_mode; /* the pool's pages */
 	uint64_t seed;
 	bool drop_caches;
 };
@@ -254,6 +255,10 @@ static void bench_usage(FILE *out)
 		"                       every slot has been read into once (default off:\n"
 		"                       it reads that page many times, which a store that\n"
 		"                       removes corrupt objects on read would act on)\n"
+		"      --huge-pages off|prefer|required  the pool's memory: 2 MiB pages\n"
+		"                       (prefer: hugetlb, else transparent huge pages, else\n"
+		"                       normal pages with a warning; default off). Large\n"
+		"                       O_DIRECT transfers pin fewer pages and split less.\n"
 		"      --json           print one JSON object instead of the summary\n"
 		"  -h, --help           print this help and exit\n"
 		"\n"
@@ -348,6 +353,7 @@ enum {
 	OPT_TOTAL_BYTES,
 	OPT_MLA,
 	OPT_POOL_WARMUP,
+	OPT_HUGE_PAGES,
 	OPT_ENDPOINT,
 	OPT_BUCKET,
 	OPT_PREFIX,
@@ -448,6 +454,10 @@ static int parse_option(struct bench_args *a, int c, const char *arg)
 		if (!parse_on_off(arg, &a->pool_warmup))
 			return bad_value("pool-warmup", arg, "on or off");
 		return 0;
+	case OPT_HUGE_PAGES:
+		if (hc_mem_parse_huge_mode(arg, &a->huge_mode))
+			return bad_value("huge-pages", arg, "off, prefer or required");
+		return 0;
 	case 'h':
 		bench_usage(stdout);
 		return -1;
@@ -477,6 +487,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		{"total-bytes", required_argument, NULL, OPT_TOTAL_BYTES},
 		{"mla", no_argument, NULL, OPT_MLA},
 		{"pool-warmup", required_argument, NULL, OPT_POOL_WARMUP},
+		{"huge-pages", required_argument, NULL, OPT_HUGE_PAGES},
 		{"endpoint", required_argument, NULL, OPT_ENDPOINT},
 		{"bucket", required_argument, NULL, OPT_BUCKET},
 		{"prefix", required_argument, NULL, OPT_PREFIX},
@@ -622,6 +633,8 @@ static bool page_matches(uint64_t seed, uint64_t page, const uint8_t *buf, size_
 
 /* ---- the pool and the store ---- */
 
+static const char *const huge_names[] = {"off", "prefer", "required"};
+
 static int create_pool(const struct bench_args *a, struct hc_pool **out)
 {
 	/* An odd page cannot be split into K and V halves. */
@@ -636,7 +649,11 @@ static int create_pool(const struct bench_args *a, struct hc_pool **out)
 		.layout = a->layout,
 		.mla = mla,
 	};
-	int rc = hc_pool_create_kv(&geo, NULL, out);
+	struct hc_mem_opts mo;
+	hc_mem_opts_init(&mo, sizeof(mo));
+	mo.huge_mode = a->huge_mode;
+	mo.huge_page_size = HC_HUGE_2MB;
+	int rc = hc_pool_create_kv(&geo, &mo, out);
 	if (rc)
 		cli_report("bench: creating the KV pool", rc);
 	else if (hc_pool_page_bytes(*out) != a->page_bytes)
@@ -1370,7 +1387,7 @@ static void print_json(const struct bench_args *a, const struct env_info *e,
 	       "\"p99_ms\": %.6f, \"batches\": %llu, \"hits\": %llu, \"misses\": %llu, "
 	       "\"corrupt\": %llu, \"errors\": %llu, \"verify\": %s, \"verified_pages\": %llu, "
 	       "\"mismatched_pages\": %llu, \"failed_pages\": %llu, \"existing_pages\": %llu, "
-	       "\"cache\": \"%s\", \"pool_warmup\": %s",
+	       "\"cache\": \"%s\", \"pool_warmup\": %s, \"huge_pages\": \"%s\"",
 	       op_names[a->op], a->backend, e->engine, e->direct ? "true" : "false",
 	       e->zero_copy ? "true" : "false", hc_kv_layout_name(a->layout),
 	       e->mla ? "mla" : "mha", e->objects, (unsigned long long)e->object_bytes,
@@ -1382,7 +1399,7 @@ static void print_json(const struct bench_args *a, const struct env_info *e,
 	       (unsigned long long)p->t.errors, a->verify ? "true" : "false",
 	       (unsigned long long)p->t.verified, (unsigned long long)p->t.mismatched,
 	       (unsigned long long)p->failed, (unsigned long long)s->existing, s->cache,
-	       s->warmed ? "true" : "false");
+	       s->warmed ? "true" : "false", huge_names[a->huge_mode]);
 	if (a->op == OP_MIXED) {
 		print_part_json("set", &s->set);
 		print_part_json("get", &s->get);
