@@ -775,6 +775,31 @@ static int set_prepare(void *arg)
 	return 0;
 }
 
+/* Object k (object o of page e) of a chunk: its job and where its image
+ * is: the trailer block alone (marker), the pool segment plus pad and
+ * trailer block (zero-copy; pad is the zero block on set, the discard
+ * block on get), or the page's bounce slot. */
+static void obj_job_init(struct hc_store *st, struct work *w, const struct entry *e, unsigned o,
+			 size_t k, uint8_t *slot, const struct hc_segment *segs, uint8_t *pad)
+{
+	const struct store_ctx *c = e->ctx;
+	struct store_obj *obj = &w->objs[k];
+	struct obj_job *j = &w->jobs[k];
+	*j = (struct obj_job){.st = st, .e = e, .obj = obj, .o = o, .slot = slot,
+			      .block = w->trailers + k * FORMAT_BLOCK};
+	if (c->marker) {
+		w->iov[k][0] = (struct iovec){j->block, FORMAT_BLOCK};
+		obj->iovcnt = 1;
+	} else if (c->zero_copy) {
+		j->seg = segs[o];
+		obj->iovcnt = zero_copy_iov(w->iov[k], &segs[o], obj->len, pad, j->block);
+	} else {
+		j->block = slot + obj->len - FORMAT_BLOCK;
+		w->iov[k][0] = (struct iovec){slot, obj->len};
+		obj->iovcnt = 1;
+	}
+}
+
 static int set_chunk(struct hc_store *st, struct work *w, struct entry *e, size_t from,
 		     size_t to, size_t bounce_bytes)
 {
@@ -796,23 +821,10 @@ static int set_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 		for (unsigned o = 0; o < c->nobj; o++, k++) {
 			struct store_obj *obj = &w->objs[k];
 			struct obj_job *j = &w->jobs[k];
-			*j = (struct obj_job){.st = st, .e = &e[i], .obj = obj, .o = o, .slot = slot,
-					      .block = w->trailers + k * FORMAT_BLOCK};
+			obj_job_init(st, w, &e[i], o, k, slot, segs, zero_block);
 			if (!hooks && obj->result == 0) {
 				j->existed = true;
 				continue;
-			}
-			if (c->marker) {
-				w->iov[k][0] = (struct iovec){j->block, FORMAT_BLOCK};
-				obj->iovcnt = 1;
-			} else if (c->zero_copy) {
-				j->seg = segs[o];
-				obj->iovcnt = zero_copy_iov(w->iov[k], &segs[o], obj->len,
-							    zero_block, j->block);
-			} else {
-				j->block = slot + obj->len - FORMAT_BLOCK;
-				w->iov[k][0] = (struct iovec){slot, obj->len};
-				obj->iovcnt = 1;
 			}
 			if (hooks) {
 				obj->prepare = set_prepare;
@@ -922,20 +934,7 @@ static int get_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 		for (unsigned o = 0; o < c->nobj; o++, k++) {
 			struct store_obj *obj = &w->objs[k];
 			struct obj_job *j = &w->jobs[k];
-			*j = (struct obj_job){.st = st, .e = &e[i], .obj = obj, .o = o, .slot = slot,
-					      .block = w->trailers + k * FORMAT_BLOCK};
-			if (c->marker) {
-				w->iov[k][0] = (struct iovec){j->block, FORMAT_BLOCK};
-				obj->iovcnt = 1;
-			} else if (c->zero_copy) {
-				j->seg = segs[o];
-				obj->iovcnt = zero_copy_iov(w->iov[k], &segs[o], obj->len,
-							    w->discard, j->block);
-			} else {
-				j->block = slot + obj->len - FORMAT_BLOCK;
-				w->iov[k][0] = (struct iovec){slot, obj->len};
-				obj->iovcnt = 1;
-			}
+			obj_job_init(st, w, &e[i], o, k, slot, segs, w->discard);
 			if (hooks) {
 				obj->arrived = get_arrived;
 				obj->hook_arg = j;
