@@ -48,6 +48,12 @@
 #define CHUNK_BOUNCE_BYTES (64u << 20)
 #define CHUNK_MIN_OBJS 32                 /* the default io_depth's worth ... */
 #define CHUNK_BOUNCE_MAX ((size_t)512 << 20) /* ... unless pages are huge */
+/* A set looks an object up before writing it only from this size on.
+ * Every backend's put refuses to replace an object (-EEXIST, untouched),
+ * so the lookup only saves the transfer of one that exists; for a small
+ * object that costs less than looking up every one (64 KiB sets: the
+ * lookup was ~15% of the time, docs/PERFORMANCE.md). */
+#define SET_LOOKUP_MIN_BYTES ((uint64_t)256 << 10)
 #define COMPONENT_MAX 64
 
 #define NSTATS (sizeof(struct hc_store_stats) / sizeof(uint64_t))
@@ -764,15 +770,32 @@ static void build_image(const struct obj_job *j)
 static int set_prepare(void *arg)
 {
 	struct obj_job *j = arg;
-	struct store_obj probe = *j->obj;
-	probe.result = -ENOENT;
-	j->st->ops->exists(j->st->be, &probe, 1, false);
-	if (probe.result == 0) {
-		j->existed = true;
-		return -EEXIST;
+	if (j->obj->len >= SET_LOOKUP_MIN_BYTES) {
+		struct store_obj probe = *j->obj;
+		probe.result = -ENOENT;
+		j->st->ops->exists(j->st->be, &probe, 1, false);
+		if (probe.result == 0) {
+			j->existed = true;
+			return -EEXIST;
+		}
 	}
 	build_image(j);
 	return 0;
+}
+
+/* One backend lookup for the n (<= CHUNK_OBJS) objects *objs[i]; found[i]
+ * says whether each exists. Their results are left alone. */
+static void set_lookup(struct hc_store *st, struct store_obj **objs, size_t n, bool *found)
+{
+	struct store_obj look[CHUNK_OBJS];
+	for (size_t i = 0; i < n; i++) {
+		look[i] = *objs[i];
+		look[i].result = -ENOENT;
+	}
+	if (n)
+		st->ops->exists(st->be, look, n, false);
+	for (size_t i = 0; i < n; i++)
+		found[i] = look[i].result == 0;
 }
 
 /* Object k (object o of page e) of a chunk: its job and where its image
@@ -809,9 +832,19 @@ static int set_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 		return rc;
 	bool hooks = st->ops->object_hooks;
 	/* Objects already stored are not rewritten: looked up in set_prepare,
-	 * or here for the whole chunk when the backend has no hooks. */
-	if (!hooks)
-		st->ops->exists(st->be, w->objs, nobj, false);
+	 * or here for the whole chunk when the backend has no hooks (small
+	 * ones are not looked up: the put refuses them). */
+	if (!hooks) {
+		struct store_obj *big[CHUNK_OBJS];
+		bool found[CHUNK_OBJS];
+		size_t nbig = 0;
+		for (size_t b = 0; b < nobj; b++)
+			if (w->objs[b].len >= SET_LOOKUP_MIN_BYTES)
+				big[nbig++] = &w->objs[b];
+		set_lookup(st, big, nbig, found);
+		for (size_t b = 0; b < nbig; b++)
+			big[b]->result = found[b] ? 0 : -ENOENT;
+	}
 	struct store_obj *todo[CHUNK_OBJS];
 	size_t ntodo = 0, k = 0, slot_off = 0;
 	for (size_t i = from; i < to; i++) {
@@ -843,6 +876,19 @@ static int set_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 		st->ops->put(st->be, batch, ntodo);
 	for (size_t j = 0; j < ntodo; j++)
 		todo[j]->result = batch[j].result;
+	/* A small object written without a lookup that failed may exist all
+	 * the same (a read-only store, a full disk): that is no failure. */
+	struct store_obj *failed[CHUNK_OBJS];
+	bool found[CHUNK_OBJS];
+	size_t nfailed = 0;
+	for (size_t j = 0; j < ntodo; j++)
+		if (todo[j]->result && todo[j]->result != -EEXIST &&
+		    todo[j]->len < SET_LOOKUP_MIN_BYTES)
+			failed[nfailed++] = todo[j];
+	set_lookup(st, failed, nfailed, found);
+	for (size_t j = 0; j < nfailed; j++)
+		if (found[j])
+			failed[j]->result = -EEXIST;
 
 	k = 0;
 	for (size_t i = from; i < to; i++) {
