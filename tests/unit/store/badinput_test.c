@@ -425,16 +425,18 @@ static void test_failed_pages(void **state)
 }
 
 /* A read-only base dir (root ignores mode bits, so a read-only bind
- * mount): the store opens, reads what is there, and every write fails
- * with -EROFS, leaving nothing behind. */
-static void test_read_only_dir(void **state)
+ * mount): the store opens, reads what is there, every write fails with
+ * -EROFS, leaving nothing behind, and a set of pages already stored counts
+ * them as stored. Small objects are written without a lookup and looked up
+ * when that fails; large ones are looked up first: the same results. */
+static void read_only_dir(uint32_t layers)
 {
-	(void)state;
 	if (!have_mounts)
 		skip(); /* a bind mount needs CAP_SYS_ADMIN */
 	char dir[PATH_MAX];
 	st_mkdtemp(dir);
 	struct hc_kv_geometry g = st_kv_geo(HC_LAYOUT_PAGE_FIRST, false, SLOTS);
+	g.layers = layers;
 	struct hc_pool *pool = st_kv_pool(&g);
 	struct hc_key keys[4];
 	st_keys(5, 4, 8, keys);
@@ -475,6 +477,18 @@ static void test_read_only_dir(void **state)
 	assert_int_equal(c.tmps, 0);
 	hc_pool_destroy(pool);
 	st_rmrf(dir);
+}
+
+static void test_read_only_dir(void **state)
+{
+	(void)state;
+	read_only_dir(2); /* 4 KiB objects */
+}
+
+static void test_read_only_dir_large(void **state)
+{
+	(void)state;
+	read_only_dir(128); /* 256 KiB objects */
 }
 
 /* ---- stats ---- */
@@ -568,6 +582,7 @@ int main(void)
 		cmocka_unit_test(test_duplicate_dir),
 		cmocka_unit_test(test_failed_pages),
 		cmocka_unit_test(test_read_only_dir),
+		cmocka_unit_test(test_read_only_dir_large),
 		cmocka_unit_test(test_stats_add_up),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
