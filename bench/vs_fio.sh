@@ -9,7 +9,9 @@
 #            io_uring submission
 #   fio      ioengine=io_uring direct=1 nrfiles=N filesize=S bs=S iodepth=B
 #            openfiles=B create_on_open=1 file_service_type=sequential: one
-#            whole-file write (or read) per file, B in flight
+#            whole-file write (or read) per file, B in flight; fadvise_hint=0
+#            invalidate=0: no posix_fadvise calls per file, which O_DIRECT does
+#            not need and hicache does not make
 #
 # A hicache object is the page plus a 4 KiB trailer block (docs/FORMAT.md), so
 # it moves S + 4096 bytes per file where fio moves S: every GB/s here is page
@@ -214,7 +216,8 @@ fio_run() { # op dir size files -> GB/s
 	GLIBC_TUNABLES=$tun fio --name=hc --directory="$dir" --ioengine=io_uring --direct=1 \
 		--nrfiles="$files" \
 		--filesize="$size" --bs="$size" --iodepth="$batch" --openfiles="$batch" \
-		--file_service_type=sequential "${extra[@]}" --output-format=json >"$o" \
+		--file_service_type=sequential --fadvise_hint=0 --invalidate=0 "${extra[@]}" \
+		--output-format=json >"$o" \
 		2>"$work/fio.err" || { echo "fio failed: $(cat "$work/fio.err")" >&2; return 1; }
 	local dirn=write
 	[ "$op" = get ] && dirn="read"
