@@ -783,6 +783,25 @@ static int set_prepare(void *arg)
 	return 0;
 }
 
+/* Whether an object whose write failed with err may still be there: the
+ * store refused the write (read-only, full, no permission), not an
+ * unreachable one, which a lookup would only wait for once more. */
+static bool set_failure_worth_lookup(int err)
+{
+	switch (err) {
+	case -ETIMEDOUT:
+	case -ECONNREFUSED:
+	case -ECONNRESET:
+	case -ECONNABORTED:
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+	case -ENOMEM:
+		return false;
+	default:
+		return true;
+	}
+}
+
 /* One backend lookup for the n (<= CHUNK_OBJS) objects *objs[i]; found[i]
  * says whether each exists. Their results are left alone. */
 static void set_lookup(struct hc_store *st, struct store_obj **objs, size_t n, bool *found)
@@ -881,10 +900,12 @@ static int set_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 	struct store_obj *failed[CHUNK_OBJS];
 	bool found[CHUNK_OBJS];
 	size_t nfailed = 0;
-	for (size_t j = 0; j < ntodo; j++)
-		if (todo[j]->result && todo[j]->result != -EEXIST &&
-		    todo[j]->len < SET_LOOKUP_MIN_BYTES)
+	for (size_t j = 0; j < ntodo; j++) {
+		int r = todo[j]->result;
+		if (r && r != -EEXIST && todo[j]->len < SET_LOOKUP_MIN_BYTES &&
+		    set_failure_worth_lookup(r))
 			failed[nfailed++] = todo[j];
+	}
 	set_lookup(st, failed, nfailed, found);
 	for (size_t j = 0; j < nfailed; j++)
 		if (found[j])
