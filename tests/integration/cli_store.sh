@@ -161,7 +161,7 @@ for size in 65536:200 5000:300; do
 					--op set "${args[@]}" || continue
 				bench "$tag.get" 0 op=get "hits=$np" "verified_pages=$np" failed_pages=0 \
 					"${want[@]}" -- --op get --verify "${args[@]}"
-				# A set of pages that exist writes nothing and still succeeds.
+				# A set of pages that exist leaves them as they are and succeeds.
 				bench "$tag.reset" 0 op=set failed_pages=0 -- --op set "${args[@]}"
 			done
 		done

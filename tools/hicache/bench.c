@@ -215,7 +215,7 @@ static void bench_usage(FILE *out)
 		"new pages, so half the batches read and half write (with 2+ threads, at the\n"
 		"same time). The pages of the get batches are stored first, untimed (then\n"
 		"--drop-caches applies). It reports both directions and their sum. Use a\n"
-		"fresh --dir or --seed: a set of a page that exists writes nothing\n"
+		"fresh --dir or --seed: a set of a page that exists leaves it as it is\n"
 		"(reported as existing).\n"
 		"\n"
 		"options:\n"

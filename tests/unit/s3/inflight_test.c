@@ -42,7 +42,7 @@ static void many(unsigned inflight, bool bounce)
 	assert_int_equal(hc_store_get(st, keys, PAGES, back, res), PAGES);
 	for (uint64_t p = 0; p < PAGES; p++)
 		st_assert_page(pool, back[p], KV_ID, p);
-	/* A second set finds every page and writes nothing. */
+	/* A second set finds every page stored and leaves it as it is. */
 	assert_int_equal(hc_store_set(st, keys, PAGES, slots, res), 0);
 	struct hc_store_stats s = st_stats(st, NULL);
 	assert_int_equal(s.pages_written, PAGES);
