@@ -29,7 +29,7 @@
 #
 # usage: bench/vs_fio.sh [--quick] [--dir DIR] [--out FILE] [--runs N] [--batch B]
 #                        [--bin HICACHE] [--compare OLD] [--cases LIST] [--cold-meta] [--keep]
-#                        [--huge-pages off|prefer|required]
+#                        [--huge-pages thp|off|prefer|required]
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -46,7 +46,7 @@ cases=""
 old_bin=""
 cold_meta=0
 keep=0
-huge=off
+huge=thp
 
 usage() {
 	sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
@@ -63,8 +63,11 @@ options:
   --cases LIST  SIZE:FILES pairs (default "64K:2048 512K:512 2M:256 8M:64")
   --cold-meta   drop dentries and inodes too before reads (echo 3, not 1)
   --keep        leave the files in place
-  --huge-pages M  both tools' buffers on 2 MiB pages (hicache --huge-pages M; fio
-                through glibc's malloc tunable, transparent huge pages); default off
+  --huge-pages M  the memory both tools move pages from and to: thp (the default,
+                as hicache's pools): transparent huge pages, for fio through glibc's
+                malloc tunable with its buffer aligned to 2 MiB (without the alignment
+                fio's buffer gets no huge page); off: 4 KiB pages for both;
+                prefer|required: hicache on hugetlb pages, fio as with thp
 EOF
 }
 
@@ -212,7 +215,10 @@ fio_run() { # op dir size files -> GB/s
 		extra=(--rw=read --allow_file_create=0)
 	fi
 	local tun=${GLIBC_TUNABLES:-}
-	[ "$huge" = off ] || tun=glibc.malloc.hugetlb=1
+	if [ "$huge" != off ]; then
+		tun=glibc.malloc.hugetlb=1
+		extra+=(--iomem_align=2m)
+	fi
 	GLIBC_TUNABLES=$tun fio --name=hc --directory="$dir" --ioengine=io_uring --direct=1 \
 		--nrfiles="$files" \
 		--filesize="$size" --bs="$size" --iodepth="$batch" --openfiles="$batch" \

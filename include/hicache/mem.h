@@ -2,8 +2,9 @@
  * hicache — host memory.
  *
  * Page-aligned anonymous mappings for host pools: pre-faulted (by several
- * threads at once for large regions), optionally backed by huge pages and
- * optionally locked. Hooks let an embedding engine pin the memory for its
+ * threads at once for large regions), backed by transparent huge pages
+ * where the kernel gives them (or by hugetlb pages, or by 4 KiB pages, as
+ * asked) and optionally locked. Hooks let an embedding engine pin the memory for its
  * device (e.g. cudaHostRegister) right after it is mapped and unpin it
  * before it is unmapped.
  *
@@ -29,6 +30,10 @@ enum hc_huge_mode {
 	HC_HUGE_OFF,      /* normal pages */
 	HC_HUGE_PREFER,   /* hugetlb, else transparent huge pages, else normal (with a warning) */
 	HC_HUGE_REQUIRED, /* hugetlb of huge_page_size or fail */
+	/* The default: transparent huge pages where the kernel gives them
+	 * (THP "madvise" or "always"), normal pages otherwise, silently; the
+	 * hugetlb reservation is not touched. */
+	HC_HUGE_THP,
 };
 
 /* What a region actually got. */
@@ -42,7 +47,7 @@ typedef int (*hc_mem_hook_fn)(void *addr, size_t len, void *arg);
 
 struct hc_mem_opts {
 	size_t struct_size;        /* sizeof(struct hc_mem_opts), set by hc_mem_opts_init() */
-	size_t huge_page_size;     /* HC_HUGE_2MB or HC_HUGE_1GB; used unless huge_mode is OFF */
+	size_t huge_page_size;     /* HC_HUGE_2MB or HC_HUGE_1GB; prefer and required only */
 	enum hc_huge_mode huge_mode;
 	unsigned prefault_threads; /* 0 = automatic (one per CPU, 1 GiB per thread at least) */
 	bool prefault;             /* touch every page now (default true) */
@@ -86,7 +91,7 @@ HC_API const char *hc_mem_backing_name(enum hc_mem_backing backing);
 /* Parse "2MB", "2M", "1GB", "1G" (case-insensitive) or a byte count equal to
  * one of them. Returns 0 or -EINVAL. */
 HC_API int hc_mem_parse_huge_size(const char *text, size_t *out);
-/* Parse "off", "prefer", "required". Returns 0 or -EINVAL. */
+/* Parse "off", "thp", "prefer", "required". Returns 0 or -EINVAL. */
 HC_API int hc_mem_parse_huge_mode(const char *text, enum hc_huge_mode *out);
 
 /* Free huge pages of the given size according to sysfs. Returns 0,

@@ -8,6 +8,12 @@
  *
  * Mapping by huge_mode:
  *   off       base pages, page-aligned.
+ *   thp       (the default) base pages aligned to the THP size with
+ *             MADV_HUGEPAGE: the kernel backs every whole aligned 2 MiB of
+ *             the region with a transparent huge page at pre-fault. The
+ *             length is not rounded up, so a tail shorter than a huge page
+ *             stays on base pages and nothing is allocated beyond len. The
+ *             hugetlb reservation is left alone: it may belong to others.
  *   required  MAP_HUGETLB of huge_page_size; hugetlb reserves the pages at
  *             mmap time, so too few free pages fail there with ENOMEM,
  *             never later as SIGBUS.
@@ -92,7 +98,7 @@ void hc_mem_opts_init(struct hc_mem_opts *opts, size_t size)
 	struct hc_mem_opts d = {
 		.struct_size = size,
 		.huge_page_size = HC_HUGE_2MB,
-		.huge_mode = HC_HUGE_OFF,
+		.huge_mode = HC_HUGE_THP,
 		.prefault_threads = 0,
 		.prefault = true,
 		.lock = false,
@@ -141,24 +147,25 @@ static int opts_load(const struct hc_mem_opts *user, struct hc_mem_opts *o)
 	TAKE(on_unmap);
 	TAKE(hook_arg);
 #undef TAKE
-	if (o->huge_mode != HC_HUGE_OFF && o->huge_mode != HC_HUGE_PREFER &&
-	    o->huge_mode != HC_HUGE_REQUIRED)
-		return util_fail(-EINVAL, "hc_mem_alloc: opts->huge_mode %d is not off, prefer or "
-				 "required", (int)o->huge_mode);
-	if (o->huge_mode != HC_HUGE_OFF && !huge_known(o->huge_page_size))
+	if (o->huge_mode != HC_HUGE_OFF && o->huge_mode != HC_HUGE_THP &&
+	    o->huge_mode != HC_HUGE_PREFER && o->huge_mode != HC_HUGE_REQUIRED)
+		return util_fail(-EINVAL, "hc_mem_alloc: opts->huge_mode %d is not off, thp, prefer "
+				 "or required", (int)o->huge_mode);
+	if ((o->huge_mode == HC_HUGE_PREFER || o->huge_mode == HC_HUGE_REQUIRED) &&
+	    !huge_known(o->huge_page_size))
 		return util_fail(-EINVAL, "hc_mem_alloc: unknown huge page size %zu bytes "
 				 "(2MB or 1GB)", o->huge_page_size);
 	return 0;
 }
 
 /* Map a region of base pages aligned to align, its length rounded up to
- * align. */
-static int map_normal(struct hc_mem *m, size_t align, bool advise_huge)
+ * round. */
+static int map_normal(struct hc_mem *m, size_t align, size_t round, bool advise_huge)
 {
 	size_t len;
-	if (!round_size(m->len, align, &len) || len > SIZE_MAX - align)
+	if (!round_size(m->len, round, &len) || len > SIZE_MAX - align)
 		return util_fail(-EINVAL, "hc_mem_alloc: len %zu overflows when rounded up to "
-				 "%zu-byte pages", m->len, align);
+				 "%zu-byte pages", m->len, round);
 	int rc = mem_os_map(len, align, &m->addr);
 	if (rc)
 		return util_fail(rc, "hc_mem_alloc: cannot map %zu bytes: %s", len,
@@ -181,10 +188,17 @@ static int map_region(struct hc_mem *m, const struct hc_mem_opts *o, size_t *gra
 {
 	size_t page = mem_os_page_size();
 	enum mem_os_thp thp_mode = mem_os_thp_mode();
-	if (o->huge_mode == HC_HUGE_OFF) {
+	if (o->huge_mode == HC_HUGE_OFF || (o->huge_mode == HC_HUGE_THP &&
+					     thp_mode == MEM_OS_THP_NEVER)) {
 		*granule = page;
 		*thp_possible = thp_mode == MEM_OS_THP_ALWAYS;
-		return map_normal(m, page, false);
+		return map_normal(m, page, page, false);
+	}
+	if (o->huge_mode == HC_HUGE_THP) {
+		size_t thp = mem_os_thp_size();
+		*granule = thp;
+		*thp_possible = true;
+		return map_normal(m, thp, page, true);
 	}
 
 	size_t huge = o->huge_page_size;
@@ -239,7 +253,7 @@ static int map_region(struct hc_mem *m, const struct hc_mem_opts *o, size_t *gra
 		thp = huge;
 	*granule = thp;
 	*thp_possible = thp_mode != MEM_OS_THP_NEVER;
-	return map_normal(m, thp, true);
+	return map_normal(m, thp, thp, true);
 }
 
 static int lock_region(struct hc_mem *m)
@@ -424,6 +438,7 @@ int hc_mem_parse_huge_mode(const char *text, enum hc_huge_mode *out)
 {
 	static const char *const names[] = {
 		[HC_HUGE_OFF] = "off", [HC_HUGE_PREFER] = "prefer", [HC_HUGE_REQUIRED] = "required",
+		[HC_HUGE_THP] = "thp",
 	};
 	if (!text || !out)
 		return util_fail(-EINVAL, "hc_mem_parse_huge_mode: %s is NULL",
@@ -434,7 +449,7 @@ int hc_mem_parse_huge_mode(const char *text, enum hc_huge_mode *out)
 			return 0;
 		}
 	}
-	return util_fail(-EINVAL, "unknown huge page mode \"%s\" (off, prefer or required)", text);
+	return util_fail(-EINVAL, "unknown huge page mode \"%s\" (off, thp, prefer or required)", text);
 }
 
 int hc_mem_opts_from_config(struct hc_mem_opts *opts, const struct hc_config *cfg)
@@ -463,8 +478,8 @@ int hc_mem_opts_from_config(struct hc_mem_opts *opts, const struct hc_config *cf
 	if ((rc = hc_config_get_string(cfg, "hugepage_mode", &mode_text)))
 		return util_fail(rc, "config key hugepage_mode: %s", hc_strerror(rc));
 	if (hc_mem_parse_huge_mode(mode_text, &mode))
-		return util_fail(-EINVAL, "config key hugepage_mode: \"%s\" is not off, prefer or "
-				 "required", mode_text);
+		return util_fail(-EINVAL, "config key hugepage_mode: \"%s\" is not off, thp, "
+				 "prefer or required", mode_text);
 	if ((rc = hc_config_get_int(cfg, "prefault_threads", &threads)))
 		return util_fail(rc, "config key prefault_threads: %s", hc_strerror(rc));
 	if (threads < 0 || threads > UINT_MAX)

@@ -49,7 +49,7 @@ static bool key_is_secret(const char *name)
 }
 
 static const char *const huge_sizes[] = {"2MB", "1GB", "2M", "1G", NULL};
-static const char *const huge_modes[] = {"off", "prefer", "required", NULL};
+static const char *const huge_modes[] = {"off", "thp", "prefer", "required", NULL};
 static const char *const io_engines[] = {"auto", "uring", "threads", NULL};
 static const char *const s3_schemes[] = {"https", "http", NULL};
 
@@ -57,8 +57,9 @@ static const struct config_key config_table[] = {
 	/* mem: host memory */
 	{"hugepage_size", HC_CONFIG_STRING, "HICACHE_HUGEPAGE_SIZE", "2MB", 0, 0, huge_sizes,
 	 "huge page size for host pools: 2MB or 1GB"},
-	{"hugepage_mode", HC_CONFIG_STRING, "HICACHE_HUGEPAGE_MODE", "off", 0, 0, huge_modes,
-	 "off | prefer (fall back to normal pages with a warning) | required (fail)"},
+	{"hugepage_mode", HC_CONFIG_STRING, "HICACHE_HUGEPAGE_MODE", "thp", 0, 0, huge_modes,
+	 "thp (transparent huge pages where the kernel gives them) | off | prefer (hugetlb, "
+	 "else THP with a warning) | required (hugetlb or fail)"},
 	{"prefault_threads", HC_CONFIG_INT, "HICACHE_PREFAULT_THREADS", "0", 0, 1024, NULL,
 	 "threads that pre-fault a host pool (0 = one per CPU, at most one per GiB)"},
 	{"mlock", HC_CONFIG_BOOL, "HICACHE_MLOCK", "false", 0, 0, NULL,

@@ -255,10 +255,11 @@ static void bench_usage(FILE *out)
 		"                       every slot has been read into once (default off:\n"
 		"                       it reads that page many times, which a store that\n"
 		"                       removes corrupt objects on read would act on)\n"
-		"      --huge-pages off|prefer|required  the pool's memory: 2 MiB pages\n"
-		"                       (prefer: hugetlb, else transparent huge pages, else\n"
-		"                       normal pages with a warning; default off). Large\n"
-		"                       O_DIRECT transfers pin fewer pages and split less.\n"
+		"      --huge-pages off|thp|prefer|required  the pool's memory: 2 MiB pages\n"
+		"                       (thp, the default: transparent huge pages where the\n"
+		"                       kernel gives them; prefer: hugetlb, else THP with a\n"
+		"                       warning; off: 4 KiB pages). O_DIRECT transfers from\n"
+		"                       huge pages map fewer pages and split less.\n"
 		"      --json           print one JSON object instead of the summary\n"
 		"  -h, --help           print this help and exit\n"
 		"\n"
@@ -456,7 +457,7 @@ static int parse_option(struct bench_args *a, int c, const char *arg)
 		return 0;
 	case OPT_HUGE_PAGES:
 		if (hc_mem_parse_huge_mode(arg, &a->huge_mode))
-			return bad_value("huge-pages", arg, "off, prefer or required");
+			return bad_value("huge-pages", arg, "off, thp, prefer or required");
 		return 0;
 	case 'h':
 		bench_usage(stdout);
@@ -504,6 +505,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		.threads = 1,
 		.direct = -1,
 		.zero_copy = true,
+		.huge_mode = HC_HUGE_THP, /* the library's default for a pool */
 	};
 	optind = 1;
 	opterr = 0;
@@ -633,7 +635,10 @@ static bool page_matches(uint64_t seed, uint64_t page, const uint8_t *buf, size_
 
 /* ---- the pool and the store ---- */
 
-static const char *const huge_names[] = {"off", "prefer", "required"};
+static const char *const huge_names[] = {
+	[HC_HUGE_OFF] = "off", [HC_HUGE_PREFER] = "prefer", [HC_HUGE_REQUIRED] = "required",
+	[HC_HUGE_THP] = "thp",
+};
 
 static int create_pool(const struct bench_args *a, struct hc_pool **out)
 {

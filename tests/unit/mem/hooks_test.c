@@ -123,7 +123,7 @@ static void test_no_hook_on_earlier_failure(void **state)
 	o.hook_arg = &r;
 	struct hc_mem *m = NULL;
 	assert_int_equal(hc_mem_alloc(0, &o, &m), -EINVAL);
-	assert_int_equal(hc_mem_alloc(SIZE_MAX - 2 * MB + 1, &o, &m), -ENOMEM);
+	assert_int_equal(hc_mem_alloc(SIZE_MAX - 4 * MB + 1, &o, &m), -ENOMEM);
 	o.huge_mode = HC_HUGE_REQUIRED;
 	uint64_t nfree = 0;
 	if (hc_mem_huge_pages_free(HC_HUGE_2MB, &nfree) == 0)

@@ -1,7 +1,8 @@
 /* mem.huge: huge page modes. required fails cleanly with the free count
  * when the pool is short; prefer falls back with one warning to a
- * THP-eligible mapping; and, when this test may grow the 2MB pool (root),
- * real hugetlb regions. One program so that nothing else of ours changes
+ * THP-eligible mapping; thp (the default) maps for transparent huge pages
+ * silently, without rounding up and without touching the hugetlb pool;
+ * and, when this test may grow the 2MB pool (root), real hugetlb regions. One program so that nothing else of ours changes
  * the pool while a case relies on it. */
 #include "mem_test.h"
 #include "test_util.h"
@@ -96,6 +97,45 @@ static void test_prefer_fallback(void **state)
 	size_t pages = (size_t)free_pages(HC_HUGE_2MB) + 3;
 	expect_fallback(HC_HUGE_2MB, pages * HC_HUGE_2MB - 12345);
 	expect_fallback(HC_HUGE_1GB, 5 * MB + 1);
+}
+
+/* A thp-mode region of len bytes: aligned for THP, not rounded up beyond
+ * base pages, hugetlb untouched, no warning; THP-backed when it holds a
+ * whole huge page and the kernel gives THP at all. */
+static void expect_thp(size_t len)
+{
+	uint64_t hugetlb_free = free_pages(HC_HUGE_2MB);
+	struct hc_mem_opts o = mt_opts();
+	assert_int_equal(o.huge_mode, HC_HUGE_THP); /* the default */
+	struct hc_mem *m = NULL;
+	warnings = 0;
+	assert_int_equal(hc_mem_alloc(len, &o, &m), 0);
+	assert_int_equal(warnings, 0);
+	void *addr = hc_mem_addr(m);
+	size_t mapped = hc_mem_mapped_len(m);
+	assert_int_equal(mapped, (len + 4095) / 4096 * 4096);
+	assert_int_equal(hc_mem_page_size(m), 4096);
+	assert_int_equal(free_pages(HC_HUGE_2MB), hugetlb_free);
+	bool thp = strcmp(mt_thp_mode(), "never") != 0;
+	if (thp)
+		assert_int_equal((uintptr_t)addr % (2 * MB), 0);
+	if (thp && len >= 2 * MB)
+		assert_int_equal(hc_mem_backing(m), HC_MEM_THP);
+	else if (strcmp(mt_thp_mode(), "always"))
+		assert_int_equal(hc_mem_backing(m), HC_MEM_NORMAL);
+	assert_int_equal(mt_not_resident(addr, mapped), 0);
+	mt_fill(addr, mapped);
+	assert_true(mt_check(addr, mapped));
+	hc_mem_free(m);
+	assert_false(mt_mapped(addr, mapped));
+}
+
+static void test_thp(void **state)
+{
+	(void)state;
+	expect_thp(6 * MB + 12345);
+	expect_thp(2 * MB);
+	expect_thp(MB); /* no whole huge page: base pages, and no 2 MiB for 1 */
 }
 
 static void test_off(void **state)
@@ -201,6 +241,9 @@ static void test_real_hugetlb(void **state)
 	assert_true(hc_mem_locked(m));
 	assert_int_equal(free_pages(HC_HUGE_2MB), nfree - 2);
 
+	/* thp leaves the reservation to hugetlb users */
+	expect_thp(4 * MB);
+
 	/* more than what is left: required fails with the count, prefer falls
 	 * back */
 	expect_required_fails(HC_HUGE_2MB, (size_t)nfree - 1);
@@ -225,6 +268,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_required_short),
 		cmocka_unit_test(test_prefer_fallback),
+		cmocka_unit_test(test_thp),
 		cmocka_unit_test(test_off),
 		cmocka_unit_test_setup_teardown(test_real_hugetlb, grow_pool, restore_pool),
 	};

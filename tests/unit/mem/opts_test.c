@@ -13,7 +13,7 @@ static void test_defaults(void **state)
 	hc_mem_opts_init(&o, sizeof(o));
 	assert_int_equal(o.struct_size, sizeof(o));
 	assert_int_equal(o.huge_page_size, HC_HUGE_2MB);
-	assert_int_equal(o.huge_mode, HC_HUGE_OFF);
+	assert_int_equal(o.huge_mode, HC_HUGE_THP);
 	assert_int_equal(o.prefault_threads, 0);
 	assert_true(o.prefault);
 	assert_false(o.lock);
@@ -38,7 +38,7 @@ static void test_older_caller(void **state)
 	hc_mem_opts_init(&o, old);
 	assert_int_equal(o.struct_size, old);
 	assert_int_equal(o.huge_page_size, HC_HUGE_2MB);
-	assert_int_equal(o.huge_mode, HC_HUGE_OFF);
+	assert_int_equal(o.huge_mode, HC_HUGE_THP);
 	assert_int_equal(o.prefault_threads, 0);
 	for (size_t i = old; i < sizeof(o); i++)
 		assert_int_equal(((unsigned char *)&o)[i], 0xAA);
@@ -125,7 +125,7 @@ static void test_from_config(void **state)
 	assert_int_equal(hc_mem_opts_from_config(&o, cfg), 0);
 	hc_config_destroy(cfg);
 	assert_int_equal(o.huge_page_size, HC_HUGE_2MB);
-	assert_int_equal(o.huge_mode, HC_HUGE_OFF);
+	assert_int_equal(o.huge_mode, HC_HUGE_THP);
 	assert_int_equal(o.prefault_threads, 0);
 	assert_false(o.lock);
 	/* Fields without a key are left alone. */

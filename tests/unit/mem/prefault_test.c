@@ -77,9 +77,11 @@ static void check_tiling(void *addr, size_t len, int n)
 	assert_int_equal(at, (uintptr_t)addr + len);
 }
 
-static void alloc_and_check(size_t len, unsigned threads, int expect_calls)
+static void alloc_mode_and_check(size_t len, enum hc_huge_mode mode, unsigned threads,
+				 int expect_calls)
 {
 	struct hc_mem_opts o = mt_opts();
+	o.huge_mode = mode;
 	o.prefault_threads = threads;
 	struct hc_mem *m = NULL;
 	reset(0, 0);
@@ -87,6 +89,10 @@ static void alloc_and_check(size_t len, unsigned threads, int expect_calls)
 	void *addr = hc_mem_addr(m);
 	size_t mapped = hc_mem_mapped_len(m);
 	check_tiling(addr, mapped, expect_calls);
+	/* No huge page is faulted by two threads: ranges start on its bounds. */
+	if (mode == HC_HUGE_THP && strcmp(mt_thp_mode(), "never"))
+		for (int i = 0; i < expect_calls; i++)
+			assert_int_equal((uintptr_t)calls[i].addr % (2 * MB), 0);
 	assert_int_equal(mt_not_resident(addr, mapped), 0);
 	/* Contents only where the sanitizer's shadow of them stays small (TSan
 	 * shadows each byte with four). */
@@ -96,6 +102,12 @@ static void alloc_and_check(size_t len, unsigned threads, int expect_calls)
 		assert_true(mt_check(addr, mapped));
 	}
 	hc_mem_free(m);
+}
+
+/* Base pages: the finest split, one range per page at most. */
+static void alloc_and_check(size_t len, unsigned threads, int expect_calls)
+{
+	alloc_mode_and_check(len, HC_HUGE_OFF, threads, expect_calls);
 }
 
 static void test_threads_same_result(void **state)
@@ -112,6 +124,12 @@ static void test_threads_same_result(void **state)
 	/* more threads than pages: one per page at most */
 	alloc_and_check(2 * 4096, 16, 2);
 	alloc_and_check(1, 16, 1);
+	/* thp (the default): ranges of whole huge pages, the tail to the last */
+	if (strcmp(mt_thp_mode(), "never")) {
+		alloc_mode_and_check(6 * MB + 4096 + 5, HC_HUGE_THP, 16, 3);
+		alloc_mode_and_check(6 * MB, HC_HUGE_THP, 2, 2);
+		alloc_mode_and_check(MB, HC_HUGE_THP, 4, 1);
+	}
 }
 
 static void test_thread_count(void **state)

@@ -33,7 +33,7 @@ static void test_defaults(void **state)
 	double d;
 	bool b;
 	assert_int_equal(hc_config_get_string(cfg, "hugepage_mode", &s), 0);
-	assert_string_equal(s, "off");
+	assert_string_equal(s, "thp");
 	assert_int_equal(hc_config_get_string(cfg, "hugepage_size", &s), 0);
 	assert_string_equal(s, "2MB");
 	assert_int_equal(hc_config_get_int(cfg, "prefault_threads", &i), 0);
@@ -89,7 +89,7 @@ static void test_wrong_types_named(void **state)
 		{"{\"prefault_threads\": 5000}", "'prefault_threads' (JSON): 5000 is out of range"},
 		{"{\"hicache_ratio\": -1}", "'hicache_ratio' (JSON): -1 is out of range"},
 		{"{\"hicache_ratio\": true}", "'hicache_ratio' (JSON): expected a number"},
-		{"{\"hugepage_mode\": \"sometimes\"}", "'hugepage_mode' (JSON): 'sometimes' is not one of off|prefer|required"},
+		{"{\"hugepage_mode\": \"sometimes\"}", "'hugepage_mode' (JSON): 'sometimes' is not one of off|thp|prefer|required"},
 		{"{\"hugepage_size\": 2}", "'hugepage_size' (JSON): expected a string"},
 		{"{\"mlock\": true, \"mlock\": false}", "key 'mlock' given twice"},
 		{"[1, 2]", "must be one JSON object"},
