@@ -132,6 +132,10 @@ struct io_ring {
 	size_t iovs_cap;
 	struct io_ring_page *pages; /* depth entries */
 	unsigned *free_slots;       /* depth entries: a stream's idle slots */
+	/* read: requests whose bytes arrived and whose arrived hook is due;
+	 * run after the refill, so the disk has its next work meanwhile */
+	size_t *arrivals; /* depth entries */
+	unsigned narrivals;
 };
 
 struct io_ring_pool {
@@ -164,6 +168,7 @@ static void io_ring_free(struct io_ring *r)
 	free(r->iovs);
 	free(r->pages);
 	free(r->free_slots);
+	free(r->arrivals);
 	free(r);
 }
 
@@ -178,8 +183,9 @@ static int io_ring_new(unsigned depth, struct io_ring **out, char *why, size_t w
 	r->depth = depth;
 	r->pages = calloc(depth, sizeof(*r->pages));
 	r->free_slots = calloc(depth, sizeof(*r->free_slots));
+	r->arrivals = calloc(depth, sizeof(*r->arrivals));
 	int rc = posix_memalign(&r->scratch, IO_SCRATCH, IO_SCRATCH);
-	if (rc || !r->pages || !r->free_slots) {
+	if (rc || !r->pages || !r->free_slots || !r->arrivals) {
 		r->scratch = rc ? NULL : r->scratch;
 		snprintf(why, why_len, "no memory");
 		rc = -ENOMEM;
@@ -809,7 +815,7 @@ static bool io_ring_read_cqe(struct io_ring *r, unsigned i, unsigned step, int r
 		/* The bytes are in place once the read posts; its close only
 		 * frees the slot. */
 		if (q->arrived && io_read_result(res, q->len) == 0)
-			q->arrived(q->arg);
+			r->arrivals[r->narrivals++] = pg->req;
 	} else if (step == IO_STEP_CLOSE) {
 		pg->got_close = true;
 		if (res < 0) {
@@ -822,6 +828,19 @@ static bool io_ring_read_cqe(struct io_ring *r, unsigned i, unsigned step, int r
 	q->result = io_read_result(pg->res, q->len);
 	pg->state = pg->clean_close ? IO_PG_FAILED : IO_PG_IDLE;
 	return true;
+}
+
+/* The arrived hooks due. Called after the refill: this disk completes a
+ * batch's reads in one burst, and their checksums (memory-bound, ~30 us per
+ * cold 512 KiB object) taken before the refill would leave it idle
+ * meanwhile. */
+static void io_ring_arrivals_run(struct io_ring *r, struct io_read_req *reqs)
+{
+	for (unsigned i = 0; i < r->narrivals; i++) {
+		struct io_read_req *q = &reqs[r->arrivals[i]];
+		q->arrived(q->arg);
+	}
+	r->narrivals = 0;
 }
 
 /*
@@ -871,6 +890,7 @@ static size_t io_ring_read_stream(struct io_ring *r, struct io_read_req *reqs, s
 			/* A failed submit left some pages idle with their error. */
 			nfree = io_ring_idle_slots(r, &running);
 		}
+		io_ring_arrivals_run(r, reqs);
 		if (!running) {
 			if (next >= n || r->broken)
 				break;
@@ -882,7 +902,8 @@ static size_t io_ring_read_stream(struct io_ring *r, struct io_read_req *reqs, s
 			continue;
 		}
 		/* One completion (waiting for it), then whatever else is ready,
-		 * then refill: one submit per round of completions. */
+		 * then refill, then the hooks: one submit per round of
+		 * completions. */
 		do {
 			unsigned s, step;
 			int res;
@@ -909,6 +930,8 @@ static size_t io_ring_read_stream(struct io_ring *r, struct io_read_req *reqs, s
 			break;
 		}
 	}
+	/* Reads that arrived before the ring failed hold their bytes. */
+	io_ring_arrivals_run(r, reqs);
 	for (unsigned s = 0; s < r->depth; s++) {
 		/* A cut read chain may have opened its slot. */
 		if (r->pages[s].state == IO_PG_CUT)
