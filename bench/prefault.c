@@ -4,7 +4,7 @@
  * in the machine's state hits both alike), and print each run, the medians
  * and the speed-up.
  *
- *   bench_prefault [size_gib=4] [runs=5] [threads=2] [off|prefer|required]
+ *   bench_prefault [size_gib=4] [runs=5] [threads=2] [thp|off|prefer|required]
  *
  * One unmeasured run of each comes first: on a virtual machine the first
  * touch of guest memory also faults on the host, which is not what is being
@@ -78,14 +78,14 @@ int main(int argc, char **argv)
 	double gib = arg_number(argc, argv, 1, 4);
 	int runs = (int)arg_number(argc, argv, 2, 5);
 	int many = (int)arg_number(argc, argv, 3, 2);
-	enum hc_huge_mode mode = HC_HUGE_OFF;
+	enum hc_huge_mode mode = HC_HUGE_THP; /* the library's default */
 	if (argc > 4 && hc_mem_parse_huge_mode(argv[4], &mode)) {
 		fprintf(stderr, "bench_prefault: %s\n", hc_last_error());
 		return 2;
 	}
 	if (gib <= 0 || runs < 1 || runs > MAX_RUNS || many < 2) {
 		fprintf(stderr, "usage: bench_prefault [size_gib>0] [runs 1..%d] [threads>=2] "
-			"[off|prefer|required]\n", MAX_RUNS);
+			"[thp|off|prefer|required]\n", MAX_RUNS);
 		return 2;
 	}
 	size_t len = (size_t)(gib * (double)(1ull << 30));
@@ -100,7 +100,7 @@ int main(int argc, char **argv)
 	double t[2][MAX_RUNS];
 	const char *backing = "?";
 	printf("pre-fault of %.2f GiB (%zu bytes), huge pages %s, %d runs, 1 vs %d threads\n",
-	       gib, len, argc > 4 ? argv[4] : "off", runs, many);
+	       gib, len, argc > 4 ? argv[4] : "thp", runs, many);
 	for (int k = 0; k < 2; k++)
 		if (one_run(len, counts[k], mode, &backing) < 0)
 			return 1;

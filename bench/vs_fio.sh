@@ -23,13 +23,18 @@
 # end: on a journal-less ext4, creating files right after deleting many is
 # several times slower (/work/shared/IO-URING-NOTES.md, "Pitfalls").
 #
+# With --unverified, hicache also reads every case's files (its own, once
+# more, cold) with verify_checksum=false, and the table adds that column:
+# the I/O path alone, which is the work fio does, against the default that
+# also takes the XXH3 checksum of every byte read.
+#
 # With --compare OLD, a second hicache binary (e.g. the build before a change)
 # runs every case too, in the same rotation, and the table adds old/new columns:
 # before/after figures measured side by side on the same disk at the same time.
 #
 # usage: bench/vs_fio.sh [--quick] [--dir DIR] [--out FILE] [--runs N] [--batch B]
 #                        [--bin HICACHE] [--compare OLD] [--cases LIST] [--cold-meta] [--keep]
-#                        [--huge-pages thp|off|prefer|required]
+#                        [--huge-pages thp|off|prefer|required] [--unverified]
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -44,6 +49,7 @@ base=""
 out=""
 cases=""
 old_bin=""
+unverified=0
 cold_meta=0
 keep=0
 huge=thp
@@ -61,6 +67,7 @@ options:
   --bin PATH    the hicache binary (default $HICACHE_BIN or build/hicache, from make release)
   --compare OLD also run the hicache binary OLD on every case (columns old, new/old)
   --cases LIST  SIZE:FILES pairs (default "64K:2048 512K:512 2M:256 8M:64")
+  --unverified  also read with checksum verification off (column "unverified")
   --cold-meta   drop dentries and inodes too before reads (echo 3, not 1)
   --keep        leave the files in place
   --huge-pages M  the memory both tools move pages from and to: thp (the default,
@@ -81,6 +88,7 @@ while [ $# -gt 0 ]; do
 	--bin) bin=${2:?--bin needs a value}; shift ;;
 	--compare) old_bin=${2:?--compare needs a value}; shift ;;
 	--cases) cases=${2:?--cases needs a value}; shift ;;
+	--unverified) unverified=1 ;;
 	--cold-meta) cold_meta=1 ;;
 	--keep) keep=1 ;;
 	--huge-pages) huge=${2:?--huge-pages needs a value}; shift ;;
@@ -109,6 +117,8 @@ if [ -n "$old_bin" ] && [ ! -x "$old_bin" ]; then
 fi
 tools_all="hc fio"
 [ -n "$old_bin" ] && tools_all="hc old fio"
+# nv reads hc's files: it writes nothing.
+[ $unverified = 1 ] && tools_all="$tools_all nv"
 if ! command -v fio >/dev/null 2>&1; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 		echo "vs_fio.sh: fio is missing; installing the Debian package" >&2
@@ -156,13 +166,13 @@ done
 for c in $cases; do
 	for r in $(seq 1 "$runs"); do
 		for t in $tools_all; do
-			mkdir "$work/$t-${c%%:*}-$r"
+			[ "$t" = nv ] || mkdir "$work/$t-${c%%:*}-$r"
 		done
 	done
 done
 need=0
 for c in $cases; do
-	need=$((need + ntools * runs * ($(bytes_of "${c%%:*}") + 4096) * ${c##*:}))
+	need=$((need + (ntools - unverified) * runs * ($(bytes_of "${c%%:*}") + 4096) * ${c##*:}))
 done
 avail=$(df -P -B1 "$work" | awk 'NR == 2 {print $4}')
 if [ "$avail" -lt $((need + need / 10)) ]; then
@@ -205,6 +215,11 @@ hc_run() { # op dir size files [binary] -> GB/s
 
 old_run() { # the --compare binary, run the same way
 	hc_run "$@" "$old_bin"
+}
+
+nv_run() { # --unverified: hc's files, read without the checksum
+	local dir=${2%/nv-*}/hc-${2##*/nv-}
+	HICACHE_VERIFY_CHECKSUM=false hc_run "$1" "$dir" "$3" "$4"
 }
 
 fio_run() { # op dir size files -> GB/s
@@ -252,6 +267,7 @@ for r in $(seq 1 "$runs"); do
 		[ $((r % 2)) = 0 ] && tools=$(echo "$tools_all" | awk '{for (i = NF; i > 0; i--) printf "%s%s", $i, (i > 1 ? " " : "")}')
 		for op in set get; do
 			for t in $tools; do
+				[ "$t" = nv ] && [ "$op" = set ] && continue
 				if [ "$op" = set ]; then settle; else drop; fi
 				v=$("${t}_run" "$op" "$work/$t-$size-$r" "$sz" "$files")
 				[ "$v" != short ] || { echo "fio moved less than expected" >&2; exit 1; }
@@ -265,6 +281,7 @@ done
 table() {
 	local oh="" os="" extra o
 	[ -n "$old_bin" ] && oh=" old GB/s | old/fio | new/old |" && os="---|---|---|"
+	[ $unverified = 1 ] && oh+=" unverified GB/s | unverified/fio |" && os+="---|---|"
 	echo "| case | op | hicache GB/s | fio GB/s | hicache/fio | target | met |$oh"
 	echo "|---|---|---|---|---|---|---|$os"
 	for c in $cases; do
@@ -286,6 +303,13 @@ table() {
 				# shellcheck disable=SC2086
 				o=$(median ${res[old.$size.$op]})
 				extra=" $o | $(ratio "$o" "$f") | $(ratio "$h" "$o") |"
+			fi
+			if [ $unverified = 1 ] && [ $op = get ]; then
+				# shellcheck disable=SC2086
+				o=$(median ${res[nv.$size.$op]})
+				extra+=" $o | $(ratio "$o" "$f") |"
+			elif [ $unverified = 1 ]; then
+				extra+=" - | - |"
 			fi
 			echo "| $files x $size | $name | $h | $f | $q | >= $want | $met |$extra"
 		done
