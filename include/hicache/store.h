@@ -74,8 +74,12 @@ HC_API void hc_store_close(struct hc_store *store);
 
 /* Register a pool under a name (unique; [a-z0-9_]{1,32}). The anchor is the
  * KV pool (or a logical anchor pool) that v1 calls use; exactly one.
- * The store does not own the pool; it must outlive the store.
- * Returns 0, -EINVAL, -EEXIST (name taken / second anchor). */
+ * The store does not own the pool; it must outlive the store. A pool in
+ * bounce mode gets one call's bounce slots now, pre-faulted on transparent
+ * huge pages (128 objects' or 64 MiB, whichever is less, but 32 pages'
+ * for large pages, up to 512 MiB), so that the first transfer does not
+ * fault them in.
+ * Returns 0, -EINVAL, -EEXIST (name taken / second anchor), -ENOMEM. */
 HC_API int hc_store_register_pool(struct hc_store *store, const char *name, struct hc_pool *pool,
 				  bool anchor);
 /* Register every pool of a group (the group's anchor as the anchor). */
