@@ -35,6 +35,7 @@
 # usage: bench/vs_fio.sh [--quick] [--dir DIR] [--out FILE] [--runs N] [--batch B]
 #                        [--bin HICACHE] [--compare OLD] [--cases LIST] [--cold-meta] [--keep]
 #                        [--huge-pages thp|off|prefer|required] [--unverified]
+#                        [--pipeline K]
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -50,6 +51,7 @@ out=""
 cases=""
 old_bin=""
 unverified=0
+pipeline=1
 cold_meta=0
 keep=0
 huge=thp
@@ -68,6 +70,9 @@ options:
   --compare OLD also run the hicache binary OLD on every case (columns old, new/old)
   --cases LIST  SIZE:FILES pairs (default "64K:2048 512K:512 2M:256 8M:64")
   --unverified  also read with checksum verification off (column "unverified")
+  --pipeline K  hicache keeps K calls of B pages started (hc_store_set_start /
+                get_start): still at most B pages in flight, as fio's iodepth,
+                without the drain at the end of every call (default 1)
   --cold-meta   drop dentries and inodes too before reads (echo 3, not 1)
   --keep        leave the files in place
   --huge-pages M  the memory both tools move pages from and to: thp (the default,
@@ -89,6 +94,7 @@ while [ $# -gt 0 ]; do
 	--compare) old_bin=${2:?--compare needs a value}; shift ;;
 	--cases) cases=${2:?--cases needs a value}; shift ;;
 	--unverified) unverified=1 ;;
+	--pipeline) pipeline=${2:?--pipeline needs a value}; shift ;;
 	--cold-meta) cold_meta=1 ;;
 	--keep) keep=1 ;;
 	--huge-pages) huge=${2:?--huge-pages needs a value}; shift ;;
@@ -102,6 +108,9 @@ case $runs in
 esac
 case $batch in
 '' | *[!0-9]* | 0) echo "vs_fio.sh: --batch must be a number >= 1" >&2; exit 2 ;;
+esac
+case $pipeline in
+'' | *[!0-9]* | 0) echo "vs_fio.sh: --pipeline must be a number >= 1" >&2; exit 2 ;;
 esac
 [ "$quick" = 1 ] && runs=1
 
@@ -198,10 +207,13 @@ jfield() {
 }
 
 hc_run() { # op dir size files [binary] -> GB/s
-	local op=$1 dir=$2 size=$3 files=$4 exe=${5:-$bin} o=$work/hc.json
+	local op=$1 dir=$2 size=$3 files=$4 exe=${5:-$bin} o=$work/hc.json pipe_args=()
+	# Only when asked: a --compare binary may predate the option.
+	[ "$pipeline" = 1 ] || pipe_args=(--pipeline "$pipeline")
 	HICACHE_IO_DEPTH=$batch "$exe" bench store --op "$op" --dir "$dir" --pages "$files" \
 		--page-bytes "$size" --batch "$batch" --mla --zero-copy on --direct on \
-		--engine uring --pool-warmup on --huge-pages "$huge" --json >"$o" 2>"$work/hc.err" ||
+		--engine uring --pool-warmup on --huge-pages "$huge" "${pipe_args[@]}" \
+		--json >"$o" 2>"$work/hc.err" ||
 		{ echo "hicache bench failed: $(cat "$work/hc.err" "$o")" >&2; return 1; }
 	# Anything but a clean cold run would not be comparable.
 	local bad
@@ -253,6 +265,7 @@ echo "# hicache vs fio: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, kernel $(una
 echo "# dir $work on $mnt"
 echo "# batch = iodepth = openfiles = $batch; $runs run(s) per case, median; GB/s of payload"
 echo "# huge pages for both tools' buffers: $huge"
+echo "# hicache calls started at a time (--pipeline): $pipeline"
 [ $root = 1 ] || echo "# not root: page cache not dropped before reads (O_DIRECT reads are still cold)"
 echo "# run case tool op GB/s"
 

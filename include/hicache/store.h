@@ -116,6 +116,32 @@ HC_API int64_t hc_store_get(struct hc_store *store, const struct hc_key *keys, s
 /* Number of consecutive keys from the start whose pages exist. */
 HC_API int64_t hc_store_exists(struct hc_store *store, const struct hc_key *keys, size_t n);
 
+/* ---- v1, started now and waited for later ----
+ *
+ * A synchronous call ends with a drain: the disk waits while the call's
+ * last pages finish and the next call is prepared. Started operations run
+ * in the order they were started, on one store thread; consecutive ones of
+ * the same direction (set or get) that are waiting are merged into one
+ * stream, at most io_depth pages in flight, so that keeping two or more
+ * started keeps the disk busy across calls. A set started after a set of
+ * the same key behaves as if the first had returned; a get started after
+ * a set sees what that set stored.
+ *
+ * keys and results (when not NULL) must stay valid and untouched until
+ * hc_store_op_wait(); pages is read at start. Every started operation
+ * must be waited for, and before hc_store_close(). Returns 0 and *op, or
+ * a whole-call error as the synchronous call (then *op is NULL and
+ * nothing was started). */
+struct hc_store_op;
+HC_API int hc_store_set_start(struct hc_store *store, const struct hc_key *keys, size_t n,
+			      const uint64_t *pages, int *results, struct hc_store_op **op);
+HC_API int hc_store_get_start(struct hc_store *store, const struct hc_key *keys, size_t n,
+			      const uint64_t *pages, int *results, struct hc_store_op **op);
+/* Wait for op to finish and free it. Returns what hc_store_set() (0 or
+ * the first failed page's -errno) or hc_store_get() (leading hits) would
+ * have returned. Any thread may wait for an op, once. */
+HC_API int64_t hc_store_op_wait(struct hc_store_op *op);
+
 /* ---- v2: several pools ---- */
 
 enum hc_hit_policy {

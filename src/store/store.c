@@ -37,6 +37,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,13 @@ struct hc_store {
 	pthread_mutex_t work_lock;
 	struct work *free_work;
 	struct stats_acc stats;
+	/* started operations (hc_store_*_start), run by async_thread */
+	pthread_mutex_t async_lock;
+	pthread_cond_t async_work; /* an op was queued, or stop */
+	pthread_cond_t async_done; /* ops finished */
+	struct hc_store_op *async_head, *async_tail;
+	pthread_t async_thread;
+	bool async_started, async_stop;
 };
 
 static uint8_t zero_block[FORMAT_BLOCK] __attribute__((aligned(FORMAT_BLOCK)));
@@ -257,6 +265,15 @@ void hc_store_close(struct hc_store *st)
 {
 	if (!st)
 		return;
+	pthread_mutex_lock(&st->async_lock);
+	st->async_stop = true;
+	pthread_cond_broadcast(&st->async_work);
+	pthread_mutex_unlock(&st->async_lock);
+	if (st->async_started)
+		pthread_join(st->async_thread, NULL);
+	pthread_cond_destroy(&st->async_done);
+	pthread_cond_destroy(&st->async_work);
+	pthread_mutex_destroy(&st->async_lock);
 	if (st->be)
 		st->ops->close(st->be);
 	for (size_t i = 0; i < st->nctx; i++)
@@ -296,6 +313,9 @@ int hc_store_open(const struct hc_store_opts *o, struct hc_store **out)
 	if (!st)
 		return -ENOMEM;
 	pthread_mutex_init(&st->work_lock, NULL);
+	pthread_mutex_init(&st->async_lock, NULL);
+	pthread_cond_init(&st->async_work, NULL);
+	pthread_cond_init(&st->async_done, NULL);
 	st->ops = ops;
 	st->tp_rank = o->tp_rank;
 	st->force_bounce = o->force_bounce;
@@ -1087,6 +1107,57 @@ static int get_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 
 enum transfer_op { OP_SET, OP_GET };
 
+/* MLA: rank 0 writes for every rank; the others report success. Returns
+ * how many entries are left to write. */
+static size_t drop_skipped_writes(struct entry *e, size_t n)
+{
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (e[i].ctx->skip_writes)
+			set_result(&e[i], 0);
+		else
+			e[m++] = e[i];
+	}
+	return m;
+}
+
+/* Move entries e[0..n) (one direction) in chunks. A whole-chunk error
+ * (no memory) is returned, and becomes the result of every page from that
+ * chunk on; *failed_from (may be NULL) says where that is (n: none). */
+static int execute(struct hc_store *st, struct entry *e, size_t n, enum transfer_op op,
+		   size_t *failed_from)
+{
+	int rc = 0;
+	size_t i = 0;
+	struct work *w = work_get(st);
+	if (!w)
+		rc = util_fail(-ENOMEM, "store: no memory for a transfer");
+	while (i < n && !rc) {
+		size_t bounce, end = chunk_end(e, i, n, &bounce);
+		rc = op == OP_SET ? set_chunk(st, w, e, i, end, bounce)
+				  : get_chunk(st, w, e, i, end, bounce);
+		if (!rc)
+			i = end;
+	}
+	if (w)
+		work_put(st, w);
+	if (failed_from)
+		*failed_from = rc ? i : n;
+	for (size_t j = i; rc && j < n; j++)
+		if (e[j].result && *e[j].result == -ENOENT)
+			*e[j].result = rc;
+	return rc;
+}
+
+static void stat_call(struct hc_store *st, struct store_ctx *const *ctxs, size_t nctx,
+		      enum transfer_op op, uint64_t t0)
+{
+	if (op == OP_SET)
+		stat_batch(st, ctxs, nctx, STAT(set_batches), STAT(set_latency_us), t0);
+	else
+		stat_batch(st, ctxs, nctx, STAT(get_batches), STAT(get_latency_us), t0);
+}
+
 static int run(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, enum transfer_op op)
 {
 	struct entry *e = NULL;
@@ -1095,42 +1166,14 @@ static int run(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, enum 
 	if (rc)
 		return rc;
 	uint64_t t0 = now_us();
-	struct work *w = work_get(st);
-	if (!w) {
-		free(e);
-		return util_fail(-ENOMEM, "store: no memory for a transfer");
-	}
-	if (op == OP_SET) {
-		/* MLA: rank 0 writes for every rank; the others report success. */
-		size_t m = 0;
-		for (size_t i = 0; i < n; i++) {
-			if (e[i].ctx->skip_writes)
-				set_result(&e[i], 0);
-			else
-				e[m++] = e[i];
-		}
-		n = m;
-	}
-	for (size_t i = 0; i < n && !rc;) {
-		size_t bounce, end = chunk_end(e, i, n, &bounce);
-		rc = op == OP_SET ? set_chunk(st, w, e, i, end, bounce)
-				  : get_chunk(st, w, e, i, end, bounce);
-		i = end;
-	}
-	work_put(st, w);
+	if (op == OP_SET)
+		n = drop_skipped_writes(e, n);
+	rc = execute(st, e, n, op, NULL);
 	struct store_ctx *touched[STORE_MAX_POOLS] = {NULL};
 	size_t ntouched = 0;
 	for (size_t i = 0; i < nt && ntouched < STORE_MAX_POOLS; i++)
 		touched[ntouched++] = find_ctx(st, t[i].pool);
-	if (op == OP_SET)
-		stat_batch(st, touched, ntouched, STAT(set_batches), STAT(set_latency_us), t0);
-	else
-		stat_batch(st, touched, ntouched, STAT(get_batches), STAT(get_latency_us), t0);
-	if (rc) {
-		for (size_t j = 0; j < n; j++)
-			if (e[j].result && *e[j].result == -ENOENT)
-				*e[j].result = rc;
-	}
+	stat_call(st, touched, ntouched, op, t0);
 	free(e);
 	return rc;
 }
@@ -1147,6 +1190,15 @@ static int check_v1(struct hc_store *st, const struct hc_key *keys, size_t n,
 	return 0;
 }
 
+/* What a set returns: a whole-call error, else the first failed page's. */
+static int set_outcome(int rc, const int *results, size_t n)
+{
+	for (size_t i = 0; !rc && i < n; i++)
+		if (results[i])
+			rc = results[i];
+	return rc;
+}
+
 int hc_store_set(struct hc_store *st, const struct hc_key *keys, size_t n, const uint64_t *pages,
 		 int *results)
 {
@@ -1161,10 +1213,7 @@ int hc_store_set(struct hc_store *st, const struct hc_key *keys, size_t n, const
 			return -ENOMEM;
 		t.results = own;
 	}
-	rc = run(st, &t, 1, OP_SET);
-	for (size_t i = 0; !rc && i < n; i++)
-		if (t.results[i])
-			rc = t.results[i];
+	rc = set_outcome(run(st, &t, 1, OP_SET), t.results, n);
 	free(own);
 	return rc;
 }
@@ -1198,6 +1247,226 @@ int64_t hc_store_get(struct hc_store *st, const struct hc_key *keys, size_t n,
 	int64_t hits = rc ? rc : leading(t.results, n);
 	free(own);
 	return hits;
+}
+
+/* ---- started operations ----
+ *
+ * hc_store_*_start plans the call on the caller's thread (so a bad call
+ * fails there, as the synchronous one would) and queues it. One thread per
+ * store takes the queue's head together with the same-direction ops queued
+ * right behind it and moves all their entries as one stream; the caller
+ * meanwhile prepares and starts the next ones. */
+
+/* Entries merged into one stream at most: a stream drains every
+ * CHUNK_OBJS objects anyway, and this bounds the key-overlap checks. */
+#define ASYNC_GROUP_MAX (8 * CHUNK_OBJS)
+
+struct hc_store_op {
+	struct hc_store_op *next;
+	struct hc_store *st;
+	enum transfer_op dir;
+	struct entry *e; /* what is left to move (MLA skips taken out) */
+	size_t ne;
+	size_t n;        /* keys */
+	int *results;    /* the caller's, or own */
+	int *own;
+	uint64_t t0;
+	int rc;          /* whole-stream error */
+	bool done;
+};
+
+static void async_run_group(struct hc_store *st, struct hc_store_op *first, size_t total)
+{
+	struct entry *all = first->e;
+	bool merged = first->next != NULL;
+	if (merged && !(all = malloc(total * sizeof(*all)))) {
+		/* No memory to merge: one after another, as separate calls. */
+		for (struct hc_store_op *o = first; o; o = o->next)
+			o->rc = execute(st, o->e, o->ne, o->dir, NULL);
+	} else {
+		size_t k = 0;
+		for (struct hc_store_op *o = first; merged && o; o = o->next) {
+			memcpy(all + k, o->e, o->ne * sizeof(*all));
+			k += o->ne;
+		}
+		size_t failed_from;
+		int rc = execute(st, all, total, first->dir, &failed_from);
+		/* A whole-chunk error is the outcome only of the ops it reached. */
+		k = 0;
+		for (struct hc_store_op *o = first; o; o = o->next) {
+			o->rc = k + o->ne > failed_from ? rc : 0;
+			k += o->ne;
+		}
+		if (merged)
+			free(all);
+	}
+	for (struct hc_store_op *o = first; o; o = o->next)
+		stat_call(st, &st->anchor, 1, o->dir, o->t0);
+}
+
+/* Whether op o sets a key that an op of the group [first, o) sets too.
+ * Merged, both objects would be written at once, and which one stays
+ * (page by page, even object by object) would be the race's: o is left
+ * to a stream after theirs instead, as if their calls had returned. */
+static bool keys_overlap(const struct hc_store_op *first, const struct hc_store_op *o)
+{
+	size_t before = 0;
+	for (const struct hc_store_op *p = first; p != o; p = p->next)
+		before += p->ne;
+	/* Open addressing over the group's keys; 2x room, at least 64 slots. */
+	size_t cap = 64;
+	while (cap < 2 * before)
+		cap <<= 1;
+	const struct hc_key **slot = calloc(cap, sizeof(*slot));
+	if (!slot)
+		return true; /* not merging is always correct */
+	bool hit = false;
+	for (const struct hc_store_op *p = first; p != o; p = p->next)
+		for (size_t i = 0; i < p->ne; i++) {
+			const struct hc_key *k = p->e[i].key;
+			size_t h;
+			memcpy(&h, k->bytes, sizeof(h));
+			for (h &= cap - 1; slot[h] && memcmp(slot[h], k, sizeof(*k)); h = (h + 1) & (cap - 1))
+				;
+			slot[h] = k;
+		}
+	for (size_t i = 0; i < o->ne && !hit; i++) {
+		const struct hc_key *k = o->e[i].key;
+		size_t h;
+		memcpy(&h, k->bytes, sizeof(h));
+		for (h &= cap - 1; slot[h] && !hit; h = (h + 1) & (cap - 1))
+			hit = !memcmp(slot[h], k, sizeof(*k));
+	}
+	free(slot);
+	return hit;
+}
+
+static void *async_main(void *arg)
+{
+	struct hc_store *st = arg;
+	pthread_mutex_lock(&st->async_lock);
+	for (;;) {
+		while (!st->async_head && !st->async_stop)
+			pthread_cond_wait(&st->async_work, &st->async_lock);
+		if (!st->async_head)
+			break;
+		struct hc_store_op *first = st->async_head, *last = first;
+		size_t total = first->ne;
+		while (last->next && last->next->dir == first->dir &&
+		       total + last->next->ne <= ASYNC_GROUP_MAX &&
+		       (first->dir == OP_GET || !keys_overlap(first, last->next))) {
+			last = last->next;
+			total += last->ne;
+		}
+		st->async_head = last->next;
+		if (!st->async_head)
+			st->async_tail = NULL;
+		last->next = NULL;
+		pthread_mutex_unlock(&st->async_lock);
+		async_run_group(st, first, total);
+		pthread_mutex_lock(&st->async_lock);
+		/* A waiter may free an op as soon as it is done. */
+		for (struct hc_store_op *o = first, *next; o; o = next) {
+			next = o->next;
+			o->done = true;
+		}
+		pthread_cond_broadcast(&st->async_done);
+	}
+	pthread_mutex_unlock(&st->async_lock);
+	return NULL;
+}
+
+static void op_free(struct hc_store_op *o)
+{
+	free(o->e);
+	free(o->own);
+	free(o);
+}
+
+static int op_start(struct hc_store *st, const struct hc_key *keys, size_t n, const uint64_t *pages,
+		    int *results, enum transfer_op dir, struct hc_store_op **out, const char *what)
+{
+	if (!out)
+		return util_fail(-EINVAL, "%s: op is NULL", what);
+	*out = NULL;
+	int rc = check_v1(st, keys, n, pages, what);
+	if (rc)
+		return rc;
+	if (dir == OP_GET && st->anchor->marker)
+		return util_fail(-EINVAL, "%s: the anchor '%s' is a logical pool with no data",
+				 what, st->anchor->name);
+	struct hc_store_op *o = calloc(1, sizeof(*o));
+	if (!o)
+		return util_fail(-ENOMEM, "%s: no memory", what);
+	*o = (struct hc_store_op){.st = st, .dir = dir, .n = n, .results = results};
+	if (!results && n && !(o->results = o->own = malloc(n * sizeof(*o->own)))) {
+		free(o);
+		return util_fail(-ENOMEM, "%s: no memory", what);
+	}
+	struct hc_pool_transfer t = {st->anchor->name, keys, n, pages, HC_HIT_ALL_PAGES,
+				     o->results};
+	rc = plan(st, &t, 1, true, &o->e, &o->ne);
+	if (rc) {
+		op_free(o);
+		return rc;
+	}
+	o->t0 = now_us();
+	if (dir == OP_SET)
+		o->ne = drop_skipped_writes(o->e, o->ne);
+
+	pthread_mutex_lock(&st->async_lock);
+	if (!st->async_started) {
+		/* Every signal blocked: the embedding program's handlers must not
+		 * run on a thread it does not know about. */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		rc = pthread_create(&st->async_thread, NULL, async_main, st);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (rc) {
+			pthread_mutex_unlock(&st->async_lock);
+			op_free(o);
+			return util_fail(-rc, "%s: cannot start the store's thread: %s", what,
+					 strerror(rc));
+		}
+		st->async_started = true;
+	}
+	if (st->async_tail)
+		st->async_tail->next = o;
+	else
+		st->async_head = o;
+	st->async_tail = o;
+	pthread_cond_signal(&st->async_work);
+	pthread_mutex_unlock(&st->async_lock);
+	*out = o;
+	return 0;
+}
+
+int hc_store_set_start(struct hc_store *st, const struct hc_key *keys, size_t n,
+		       const uint64_t *pages, int *results, struct hc_store_op **op)
+{
+	return op_start(st, keys, n, pages, results, OP_SET, op, "hc_store_set_start");
+}
+
+int hc_store_get_start(struct hc_store *st, const struct hc_key *keys, size_t n,
+		       const uint64_t *pages, int *results, struct hc_store_op **op)
+{
+	return op_start(st, keys, n, pages, results, OP_GET, op, "hc_store_get_start");
+}
+
+int64_t hc_store_op_wait(struct hc_store_op *o)
+{
+	if (!o)
+		return util_fail(-EINVAL, "hc_store_op_wait: op is NULL");
+	struct hc_store *st = o->st;
+	pthread_mutex_lock(&st->async_lock);
+	while (!o->done)
+		pthread_cond_wait(&st->async_done, &st->async_lock);
+	pthread_mutex_unlock(&st->async_lock);
+	int64_t ret = o->dir == OP_SET ? set_outcome(o->rc, o->results, o->n)
+				       : o->rc ? o->rc : leading(o->results, o->n);
+	op_free(o);
+	return ret;
 }
 
 /* The return value of set_v2/get_v2 needs every outcome, also of the

@@ -100,6 +100,7 @@ struct bench_args {
 	bool mla; /* one latent buffer: one object per page in zero-copy mode */
 	bool pool_warmup;
 	enum hc_huge_mode huge_mode; /* the pool's pages */
+	uint64_t pipeline;           /* calls started per thread (1: synchronous calls) */
 	uint64_t seed;
 	bool drop_caches;
 };
@@ -118,14 +119,25 @@ struct tally {
 
 struct bench;
 
+/* One started call of a --pipeline run. */
+struct lane {
+	struct hc_store_op *op; /* NULL: idle */
+	enum bench_op dir;
+	uint64_t first;
+	size_t n;
+	uint64_t t_start;
+};
+
 struct worker {
 	struct bench *b;
 	pthread_t tid;
 	unsigned index;      /* t of T: a mixed run's first batch depends on it */
 	uint64_t first, end; /* page range [first, end) */
+	/* Lane l (of --pipeline) uses entries [l * batch, (l + 1) * batch). */
 	uint64_t *slots;     /* this thread's pool pages */
 	struct hc_key *keys;
 	int *results;
+	struct lane *lanes;
 	uint8_t *flat;       /* one flat page */
 	uint64_t *lat_ns;    /* one per batch */
 	uint8_t *lat_op;     /* the direction (OP_SET, OP_GET, OP_EXISTS) of each */
@@ -203,9 +215,10 @@ static void bench_usage(FILE *out)
 		"--page-bytes: two objects per page in zero-copy mode (_k, _v), one in bounce\n"
 		"mode. --mla, or an odd --page-bytes, uses an MLA pool (one latent buffer,\n"
 		"head_dim = page_bytes): one object per page in either mode. The pool holds\n"
-		"batch x threads pages and is registered as the anchor \"kv\" (model\n"
-		"\"bench\"). Every object also carries a 4096-byte trailer block\n"
-		"(docs/FORMAT.md); bytes and GB/s count the page payload only.\n"
+		"batch x threads pages (every page with --pipeline) and is registered as\n"
+		"the anchor \"kv\" (model \"bench\"). Every object also carries a\n"
+		"4096-byte trailer block (docs/FORMAT.md); bytes and GB/s count the page\n"
+		"payload only.\n"
 		"Key of page i: hc_key_chain over one page of 4 tokens {seed_lo, seed_hi, i_lo,\n"
 		"i_hi} with no prior. Content of page i: 8-byte little-endian words,\n"
 		"word w = splitmix64(splitmix64(seed ^ splitmix64(i)) + w), so a later\n"
@@ -260,6 +273,13 @@ static void bench_usage(FILE *out)
 		"                       kernel gives them; prefer: hugetlb, else THP with a\n"
 		"                       warning; off: 4 KiB pages). O_DIRECT transfers from\n"
 		"                       huge pages map fewer pages and split less.\n"
+		"      --pipeline K     set, get: keep K calls of --batch pages started per\n"
+		"                       thread (hc_store_set_start/get_start, hc_store_op_wait;\n"
+		"                       the store merges queued ones into one stream). The\n"
+		"                       pool then holds every page (--pages x --page-bytes),\n"
+		"                       filled before the clock starts; seconds run from the\n"
+		"                       first start to the last wait. Default 1: hc_store_set\n"
+		"                       and hc_store_get, one call at a time\n"
 		"      --json           print one JSON object instead of the summary\n"
 		"  -h, --help           print this help and exit\n"
 		"\n"
@@ -355,6 +375,7 @@ enum {
 	OPT_MLA,
 	OPT_POOL_WARMUP,
 	OPT_HUGE_PAGES,
+	OPT_PIPELINE,
 	OPT_ENDPOINT,
 	OPT_BUCKET,
 	OPT_PREFIX,
@@ -455,6 +476,10 @@ static int parse_option(struct bench_args *a, int c, const char *arg)
 		if (!parse_on_off(arg, &a->pool_warmup))
 			return bad_value("pool-warmup", arg, "on or off");
 		return 0;
+	case OPT_PIPELINE:
+		if (!cli_parse_u64(arg, 1, 64, &a->pipeline))
+			return bad_value("pipeline", arg, "a number in 1..64");
+		return 0;
 	case OPT_HUGE_PAGES:
 		if (hc_mem_parse_huge_mode(arg, &a->huge_mode))
 			return bad_value("huge-pages", arg, "off, thp, prefer or required");
@@ -489,6 +514,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		{"mla", no_argument, NULL, OPT_MLA},
 		{"pool-warmup", required_argument, NULL, OPT_POOL_WARMUP},
 		{"huge-pages", required_argument, NULL, OPT_HUGE_PAGES},
+		{"pipeline", required_argument, NULL, OPT_PIPELINE},
 		{"endpoint", required_argument, NULL, OPT_ENDPOINT},
 		{"bucket", required_argument, NULL, OPT_BUCKET},
 		{"prefix", required_argument, NULL, OPT_PREFIX},
@@ -506,6 +532,7 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		.direct = -1,
 		.zero_copy = true,
 		.huge_mode = HC_HUGE_THP, /* the library's default for a pool */
+		.pipeline = 1,
 	};
 	optind = 1;
 	opterr = 0;
@@ -562,8 +589,14 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 				"need --backend s3\n");
 		return 2;
 	}
-	if (a->batch * a->threads > UINT64_MAX / a->page_bytes) {
-		fprintf(stderr, "hicache bench: --batch x --threads x --page-bytes is too large\n");
+	if (a->pipeline > 1 && a->op != OP_SET && a->op != OP_GET) {
+		fprintf(stderr, "hicache bench: --pipeline applies to --op set and get only\n");
+		return 2;
+	}
+	if (a->batch * a->threads > UINT64_MAX / a->page_bytes ||
+	    (a->pipeline > 1 && a->pages > SIZE_MAX / a->page_bytes)) {
+		fprintf(stderr, "hicache bench: the pool (--batch x --threads, or with --pipeline "
+				"--pages, x --page-bytes) is too large\n");
 		return 2;
 	}
 	return 0;
@@ -650,7 +683,7 @@ static int create_pool(const struct bench_args *a, struct hc_pool **out)
 		.head_dim = (uint32_t)(mla ? a->page_bytes : a->page_bytes / 2),
 		.elem_bytes = 1,
 		.page_size = 1,
-		.pages = a->batch * a->threads,
+		.pages = a->pipeline > 1 ? a->pages : a->batch * a->threads,
 		.layout = a->layout,
 		.mla = mla,
 	};
@@ -798,6 +831,8 @@ static uint64_t now_ns(void)
 static void worker_fail(struct worker *w, const char *what, int rc)
 {
 	const char *msg = hc_last_error();
+	if (w->rc)
+		return; /* the first failure is the one to report */
 	w->rc = rc;
 	w->what = what;
 	snprintf(w->err, sizeof(w->err), "%s", msg[0] ? msg : hc_strerror(rc));
@@ -811,11 +846,12 @@ static void note_page_error(struct tally *t, uint64_t page, int rc)
 	}
 }
 
-/* Keys of pages [first, first + n) into w->keys. */
-static int batch_keys(struct worker *w, uint64_t first, size_t n)
+/* Keys of pages [first, first + n) into w->keys[base...]. */
+static int batch_keys(struct worker *w, size_t base, uint64_t first, size_t n)
 {
+	struct hc_key *keys = &w->keys[base];
 	for (size_t j = 0; j < n; j++) {
-		int rc = page_key(w->b->a->seed, first + j, &w->keys[j]);
+		int rc = page_key(w->b->a->seed, first + j, &keys[j]);
 		if (rc) {
 			worker_fail(w, "page key", rc);
 			return rc;
@@ -824,46 +860,69 @@ static int batch_keys(struct worker *w, uint64_t first, size_t n)
 	return 0;
 }
 
-/* Time one store call of direction op into the worker's record. */
-static void note_batch(struct worker *w, enum bench_op op, uint64_t t0, size_t n)
+/* One store call of direction op into the worker's record: lat_ns from its
+ * start to its end, busy_ns of that inside the store's functions. */
+static void note_call(struct worker *w, enum bench_op op, uint64_t lat_ns, uint64_t busy_ns,
+		      size_t n)
 {
-	uint64_t dt = now_ns() - t0;
-	w->lat_ns[w->nlat] = dt;
+	w->lat_ns[w->nlat] = lat_ns;
 	w->lat_op[w->nlat++] = (uint8_t)op;
-	w->busy_ns[op] += dt;
+	w->busy_ns[op] += busy_ns;
 	w->pages[op] += n;
 }
 
-static int batch_set(struct worker *w, uint64_t first, size_t n)
+static void note_batch(struct worker *w, enum bench_op op, uint64_t t0, size_t n)
+{
+	uint64_t dt = now_ns() - t0;
+	note_call(w, op, dt, dt, n);
+}
+
+/* Pages [first, first + n) into the pool slots w->slots[base...]; their
+ * results marked. */
+static int set_fill(struct worker *w, size_t base, uint64_t first, size_t n)
 {
 	const struct bench_args *a = w->b->a;
-	struct hc_pool *pool = w->b->pool;
-	struct tally *t = &w->tally[OP_SET];
 
 	for (size_t j = 0; j < n; j++) {
 		fill_page(a->seed, first + j, w->flat, a->page_bytes);
-		int rc = hc_pool_scatter(pool, w->slots[j], w->flat, a->page_bytes);
+		int rc = hc_pool_scatter(w->b->pool, w->slots[base + j], w->flat, a->page_bytes);
 		if (rc) {
 			worker_fail(w, "filling the pool", rc);
 			return rc;
 		}
 		/* Marks pages the call never reached (a whole-call error). */
-		w->results[j] = 1;
+		w->results[base + j] = 1;
 	}
-	uint64_t t0 = now_ns();
-	int rc = hc_store_set(w->b->store, w->keys, n, w->slots, w->results);
-	note_batch(w, OP_SET, t0, n);
+	return 0;
+}
+
+static int set_done(struct worker *w, size_t base, uint64_t first, size_t n, int rc,
+		    const char *what)
+{
+	struct tally *t = &w->tally[OP_SET];
+	const int *results = &w->results[base];
+
 	for (size_t j = 0; j < n; j++) {
-		if (w->results[j] == 1) {
-			worker_fail(w, "hc_store_set", rc ? rc : -EIO);
+		if (results[j] == 1) {
+			worker_fail(w, what, rc ? rc : -EIO);
 			return w->rc;
 		}
-		if (w->results[j]) {
+		if (results[j]) {
 			t->errors++;
-			note_page_error(t, first + j, w->results[j]);
+			note_page_error(t, first + j, results[j]);
 		}
 	}
 	return 0;
+}
+
+static int batch_set(struct worker *w, uint64_t first, size_t n)
+{
+	if (set_fill(w, 0, first, n))
+		return w->rc;
+	uint64_t t0 = now_ns();
+	int rc = hc_store_set(w->b->store, w->keys, n, w->slots, w->results);
+	note_batch(w, OP_SET, t0, n);
+	return set_done(w, 0, first, n, rc, "hc_store_set");
 }
 
 static void check_read(struct worker *w, uint64_t page, int result, uint64_t slot)
@@ -894,18 +953,63 @@ static void check_read(struct worker *w, uint64_t page, int result, uint64_t slo
 		t->mismatched++;
 }
 
+static int get_done(struct worker *w, size_t base, uint64_t first, size_t n, int64_t hits,
+		    const char *what)
+{
+	if (hits < 0) {
+		worker_fail(w, what, (int)hits);
+		return w->rc;
+	}
+	for (size_t j = 0; j < n; j++)
+		check_read(w, first + j, w->results[base + j], w->slots[base + j]);
+	return 0;
+}
+
 static int batch_get(struct worker *w, uint64_t first, size_t n)
 {
 	uint64_t t0 = now_ns();
 	int64_t hits = hc_store_get(w->b->store, w->keys, n, w->slots, w->results);
 	note_batch(w, OP_GET, t0, n);
-	if (hits < 0) {
-		worker_fail(w, "hc_store_get", (int)hits);
-		return w->rc;
-	}
-	for (size_t j = 0; j < n; j++)
-		check_read(w, first + j, w->results[j], w->slots[j]);
-	return 0;
+	return get_done(w, 0, first, n, hits, "hc_store_get");
+}
+
+/* --pipeline: start the call of pages [first, first + n) in lane l. The
+ * pages' keys, slots and results are those at their offset in the
+ * thread's range (all filled before the timed loop). */
+static int lane_start(struct worker *w, size_t l, enum bench_op op, uint64_t first, size_t n)
+{
+	struct lane *ln = &w->lanes[l];
+	size_t base = (size_t)(first - w->first);
+
+	*ln = (struct lane){.dir = op, .first = first, .n = n, .t_start = now_ns()};
+	int rc = op == OP_SET ? hc_store_set_start(w->b->store, &w->keys[base], n,
+						   &w->slots[base], &w->results[base], &ln->op)
+			      : hc_store_get_start(w->b->store, &w->keys[base], n,
+						   &w->slots[base], &w->results[base], &ln->op);
+	if (rc)
+		worker_fail(w, op == OP_SET ? "hc_store_set_start" : "hc_store_get_start", rc);
+	return rc;
+}
+
+static void progress_add(struct worker *w, enum bench_op op, const struct tally *before, size_t n);
+
+/* --pipeline: wait for lane l's call, if any, and count it (its latency
+ * runs from its start). */
+static int lane_finish(struct worker *w, size_t l)
+{
+	struct lane *ln = &w->lanes[l];
+
+	if (!ln->op)
+		return 0;
+	int64_t r = hc_store_op_wait(ln->op);
+	ln->op = NULL;
+	note_call(w, ln->dir, now_ns() - ln->t_start, 0, ln->n);
+	struct tally before = w->tally[ln->dir];
+	size_t base = (size_t)(ln->first - w->first);
+	int rc = ln->dir == OP_SET ? set_done(w, base, ln->first, ln->n, (int)r, "hc_store_op_wait")
+				   : get_done(w, base, ln->first, ln->n, r, "hc_store_op_wait");
+	progress_add(w, ln->dir, &before, ln->n);
+	return rc;
 }
 
 static int batch_exists(struct worker *w, size_t n)
@@ -963,18 +1067,58 @@ static uint64_t batch_bytes(const struct worker *w, enum bench_op op, const stru
 	return 0;
 }
 
+static void progress_add(struct worker *w, enum bench_op op, const struct tally *before, size_t n)
+{
+	struct progress *p = w->b->progress;
+
+	if (p) {
+		atomic_fetch_add_explicit(&p->pages, n, memory_order_relaxed);
+		atomic_fetch_add_explicit(&p->bytes, batch_bytes(w, op, before, n),
+					  memory_order_relaxed);
+	}
+}
+
+/* --pipeline: the thread's whole range, up to K calls started at a time.
+ * Keys and (set) pool contents are made before the clock starts; the time
+ * runs from the first start to the last wait, so the disk idling between
+ * calls counts, while the bench's own page filling does not. */
+static void worker_pipeline(struct worker *w, enum bench_op op)
+{
+	const struct bench_args *a = w->b->a;
+	size_t total = (size_t)(w->end - w->first), lanes = (size_t)a->pipeline, k = 0;
+
+	if (batch_keys(w, 0, w->first, total) ||
+	    (op == OP_SET && set_fill(w, 0, w->first, total)))
+		return;
+	uint64_t t0 = now_ns();
+	for (size_t off = 0; off < total && !w->rc; off += (size_t)a->batch, k++) {
+		size_t n = total - off < a->batch ? total - off : (size_t)a->batch;
+		size_t l = k % lanes; /* its last call is the oldest one running */
+		if (lane_finish(w, l) || lane_start(w, l, op, w->first + off, n))
+			break;
+	}
+	/* Every started call is waited for, oldest first, also after a failure. */
+	for (size_t i = 0; i < lanes; i++)
+		lane_finish(w, (k + i) % lanes);
+	w->busy_ns[op] += now_ns() - t0;
+}
+
 static void *worker_main(void *arg)
 {
 	struct phase *ph = arg;
 	struct worker *w = ph->w;
 	uint64_t batch = w->b->a->batch, j = 0;
 
+	if (ph->kind == PHASE_ALL && w->b->a->pipeline > 1) {
+		worker_pipeline(w, ph->op);
+		return NULL;
+	}
 	for (uint64_t first = w->first; first < w->end && !w->rc; first += batch, j++) {
 		size_t n = (size_t)(w->end - first < batch ? w->end - first : batch);
 		enum bench_op op = batch_op(ph, j);
 		if (op == OP_COUNT)
 			continue;
-		if (batch_keys(w, first, n))
+		if (batch_keys(w, 0, first, n))
 			break;
 		struct tally before = w->tally[op];
 		if (op == OP_SET)
@@ -983,12 +1127,7 @@ static void *worker_main(void *arg)
 			batch_get(w, first, n);
 		else
 			batch_exists(w, n);
-		struct progress *p = w->b->progress;
-		if (p) {
-			atomic_fetch_add_explicit(&p->pages, n, memory_order_relaxed);
-			atomic_fetch_add_explicit(&p->bytes, batch_bytes(w, op, &before, n),
-						  memory_order_relaxed);
-		}
+		progress_add(w, op, &before, n);
 	}
 	return NULL;
 }
@@ -1006,16 +1145,24 @@ static int worker_init(struct bench *b, struct worker *w, unsigned t)
 	nbatches = (w->end - w->first + a->batch - 1) / a->batch;
 	if (!nbatches)
 		nbatches = 1;
-	w->slots = malloc(a->batch * sizeof(*w->slots));
-	w->keys = malloc(a->batch * sizeof(*w->keys));
-	w->results = malloc(a->batch * sizeof(*w->results));
+	/* --pipeline: every page of the range has its own slot (the pool holds
+	 * all pages), so calls in flight never share one. */
+	size_t lanes = (size_t)a->pipeline;
+	size_t room = lanes > 1 ? (size_t)(w->end - w->first) : (size_t)a->batch;
+	if (!room)
+		room = 1;
+	w->slots = malloc(room * sizeof(*w->slots));
+	w->keys = malloc(room * sizeof(*w->keys));
+	w->results = malloc(room * sizeof(*w->results));
+	w->lanes = calloc(lanes, sizeof(*w->lanes));
 	w->flat = malloc(a->page_bytes);
 	w->lat_ns = malloc(nbatches * sizeof(*w->lat_ns));
 	w->lat_op = malloc(nbatches * sizeof(*w->lat_op));
-	if (!w->slots || !w->keys || !w->results || !w->flat || !w->lat_ns || !w->lat_op)
+	if (!w->slots || !w->keys || !w->results || !w->flat || !w->lat_ns || !w->lat_op ||
+	    !w->lanes)
 		return -ENOMEM;
-	for (uint64_t j = 0; j < a->batch; j++)
-		w->slots[j] = t * a->batch + j;
+	for (size_t j = 0; j < room; j++)
+		w->slots[j] = lanes > 1 ? w->first + j : t * a->batch + j;
 	return 0;
 }
 
@@ -1035,6 +1182,7 @@ static void worker_free(struct worker *w)
 	free(w->flat);
 	free(w->lat_ns);
 	free(w->lat_op);
+	free(w->lanes);
 }
 
 /* ---- the progress line ---- */
@@ -1392,7 +1540,8 @@ static void print_json(const struct bench_args *a, const struct env_info *e,
 	       "\"p99_ms\": %.6f, \"batches\": %llu, \"hits\": %llu, \"misses\": %llu, "
 	       "\"corrupt\": %llu, \"errors\": %llu, \"verify\": %s, \"verified_pages\": %llu, "
 	       "\"mismatched_pages\": %llu, \"failed_pages\": %llu, \"existing_pages\": %llu, "
-	       "\"cache\": \"%s\", \"pool_warmup\": %s, \"huge_pages\": \"%s\"",
+	       "\"cache\": \"%s\", \"pool_warmup\": %s, \"huge_pages\": \"%s\", "
+	       "\"pipeline\": %llu",
 	       op_names[a->op], a->backend, e->engine, e->direct ? "true" : "false",
 	       e->zero_copy ? "true" : "false", hc_kv_layout_name(a->layout),
 	       e->mla ? "mla" : "mha", e->objects, (unsigned long long)e->object_bytes,
@@ -1404,7 +1553,8 @@ static void print_json(const struct bench_args *a, const struct env_info *e,
 	       (unsigned long long)p->t.errors, a->verify ? "true" : "false",
 	       (unsigned long long)p->t.verified, (unsigned long long)p->t.mismatched,
 	       (unsigned long long)p->failed, (unsigned long long)s->existing, s->cache,
-	       s->warmed ? "true" : "false", huge_names[a->huge_mode]);
+	       s->warmed ? "true" : "false", huge_names[a->huge_mode],
+	       (unsigned long long)a->pipeline);
 	if (a->op == OP_MIXED) {
 		print_part_json("set", &s->set);
 		print_part_json("get", &s->get);
@@ -1465,9 +1615,10 @@ static bool warm_pool(struct bench *b)
 		uint64_t page = w->first + (a->op == OP_MIXED ? (t % 2) * a->batch : 0);
 		if (page >= w->end || page_key(a->seed, page, &w->keys[0]))
 			continue;
-		for (uint64_t j = 1; j < a->batch; j++)
+		size_t slots = a->pipeline > 1 ? (size_t)(w->end - w->first) : (size_t)a->batch;
+		for (size_t j = 1; j < slots; j++)
 			w->keys[j] = w->keys[0];
-		if (hc_store_get(b->store, w->keys, a->batch, w->slots, w->results) > 0)
+		if (hc_store_get(b->store, w->keys, slots, w->slots, w->results) > 0)
 			warmed = true;
 	}
 	return warmed;
