@@ -23,6 +23,11 @@
 # end: on a journal-less ext4, creating files right after deleting many is
 # several times slower (/work/shared/IO-URING-NOTES.md, "Pitfalls").
 #
+# With --pipeline K, hicache also runs every case keeping K calls started
+# (bench store --pipeline K: hc_store_set_start / get_start, merged by the
+# store into one stream of at most B pages in flight), column "pipelined":
+# the same queue depth as fio, without a drain at the end of every call.
+#
 # With --unverified, hicache also reads every case's files (its own, once
 # more, cold) with verify_checksum=false, and the table adds that column:
 # the I/O path alone, which is the work fio does, against the default that
@@ -70,9 +75,10 @@ options:
   --compare OLD also run the hicache binary OLD on every case (columns old, new/old)
   --cases LIST  SIZE:FILES pairs (default "64K:2048 512K:512 2M:256 8M:64")
   --unverified  also read with checksum verification off (column "unverified")
-  --pipeline K  hicache keeps K calls of B pages started (hc_store_set_start /
-                get_start): still at most B pages in flight, as fio's iodepth,
-                without the drain at the end of every call (default 1)
+  --pipeline K  also run hicache keeping K calls of B pages started
+                (hc_store_set_start / get_start; column "pipelined"): still at
+                most B pages in flight, as fio's iodepth, without the drain at
+                the end of every call
   --cold-meta   drop dentries and inodes too before reads (echo 3, not 1)
   --keep        leave the files in place
   --huge-pages M  the memory both tools move pages from and to: thp (the default,
@@ -126,6 +132,7 @@ if [ -n "$old_bin" ] && [ ! -x "$old_bin" ]; then
 fi
 tools_all="hc fio"
 [ -n "$old_bin" ] && tools_all="hc old fio"
+[ "$pipeline" -gt 1 ] && tools_all="$tools_all pl"
 # nv reads hc's files: it writes nothing.
 [ $unverified = 1 ] && tools_all="$tools_all nv"
 if ! command -v fio >/dev/null 2>&1; then
@@ -206,10 +213,10 @@ jfield() {
 		"$1" "$2"
 }
 
-hc_run() { # op dir size files [binary] -> GB/s
+hc_run() { # op dir size files [binary [calls started]] -> GB/s
 	local op=$1 dir=$2 size=$3 files=$4 exe=${5:-$bin} o=$work/hc.json pipe_args=()
 	# Only when asked: a --compare binary may predate the option.
-	[ "$pipeline" = 1 ] || pipe_args=(--pipeline "$pipeline")
+	[ "${6:-1}" = 1 ] || pipe_args=(--pipeline "$6")
 	HICACHE_IO_DEPTH=$batch "$exe" bench store --op "$op" --dir "$dir" --pages "$files" \
 		--page-bytes "$size" --batch "$batch" --mla --zero-copy on --direct on \
 		--engine uring --pool-warmup on --huge-pages "$huge" "${pipe_args[@]}" \
@@ -227,6 +234,10 @@ hc_run() { # op dir size files [binary] -> GB/s
 
 old_run() { # the --compare binary, run the same way
 	hc_run "$@" "$old_bin"
+}
+
+pl_run() { # --pipeline: calls started ahead
+	hc_run "$@" "$bin" "$pipeline"
 }
 
 nv_run() { # --unverified: hc's files, read without the checksum
@@ -265,7 +276,7 @@ echo "# hicache vs fio: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, kernel $(una
 echo "# dir $work on $mnt"
 echo "# batch = iodepth = openfiles = $batch; $runs run(s) per case, median; GB/s of payload"
 echo "# huge pages for both tools' buffers: $huge"
-echo "# hicache calls started at a time (--pipeline): $pipeline"
+[ "$pipeline" -gt 1 ] && echo "# pipelined: hicache with $pipeline calls started at a time"
 [ $root = 1 ] || echo "# not root: page cache not dropped before reads (O_DIRECT reads are still cold)"
 echo "# run case tool op GB/s"
 
@@ -294,6 +305,7 @@ done
 table() {
 	local oh="" os="" extra o
 	[ -n "$old_bin" ] && oh=" old GB/s | old/fio | new/old |" && os="---|---|---|"
+	[ "$pipeline" -gt 1 ] && oh+=" pipelined GB/s | pipelined/fio |" && os+="---|---|"
 	[ $unverified = 1 ] && oh+=" unverified GB/s | unverified/fio |" && os+="---|---|"
 	echo "| case | op | hicache GB/s | fio GB/s | hicache/fio | target | met |$oh"
 	echo "|---|---|---|---|---|---|---|$os"
@@ -316,6 +328,11 @@ table() {
 				# shellcheck disable=SC2086
 				o=$(median ${res[old.$size.$op]})
 				extra=" $o | $(ratio "$o" "$f") | $(ratio "$h" "$o") |"
+			fi
+			if [ "$pipeline" -gt 1 ]; then
+				# shellcheck disable=SC2086
+				o=$(median ${res[pl.$size.$op]})
+				extra+=" $o | $(ratio "$o" "$f") |"
 			fi
 			if [ $unverified = 1 ] && [ $op = get ]; then
 				# shellcheck disable=SC2086
