@@ -162,6 +162,14 @@ struct hc_pool_transfer {
  * of the first transfer, or a whole-call error. */
 HC_API int hc_store_set_v2(struct hc_store *store, struct hc_pool_transfer *transfers, size_t nt);
 HC_API int hc_store_get_v2(struct hc_store *store, struct hc_pool_transfer *transfers, size_t nt);
+/* Started as hc_store_set_start / _get_start (above), for several pools:
+ * the transfers array is read at start, each transfer's keys and results
+ * must stay valid until hc_store_op_wait(), which returns what
+ * hc_store_set_v2 / _get_v2 would have. */
+HC_API int hc_store_set_v2_start(struct hc_store *store, struct hc_pool_transfer *transfers,
+				 size_t nt, struct hc_store_op **op);
+HC_API int hc_store_get_v2_start(struct hc_store *store, struct hc_pool_transfer *transfers,
+				 size_t nt, struct hc_store_op **op);
 /* keys: the KV keys of the prefix. *kv_hit_pages = longest existing KV
  * prefix; pool_hits[t] = hit pages of transfer t by its policy (0 for an
  * unregistered pool, and for every transfer after one whose result is 0).

@@ -1261,17 +1261,25 @@ int64_t hc_store_get(struct hc_store *st, const struct hc_key *keys, size_t n,
  * CHUNK_OBJS objects anyway, and this bounds the key-overlap checks. */
 #define ASYNC_GROUP_MAX (8 * CHUNK_OBJS)
 
+/* The outcome of one transfer of an op: its results, the caller's or ours. */
+struct op_out {
+	int *results;
+	size_t n;
+};
+
 struct hc_store_op {
 	struct hc_store_op *next;
 	struct hc_store *st;
 	enum transfer_op dir;
 	struct entry *e; /* what is left to move (MLA skips taken out) */
 	size_t ne;
-	size_t n;        /* keys */
-	int *results;    /* the caller's, or own */
-	int *own;
+	struct op_out *out; /* one per transfer */
+	size_t nout;
+	int *own;           /* results of the transfers that brought none */
+	struct store_ctx *touched[STORE_MAX_POOLS];
+	size_t ntouched;
 	uint64_t t0;
-	int rc;          /* whole-stream error */
+	int rc; /* whole-stream error */
 	bool done;
 };
 
@@ -1301,13 +1309,19 @@ static void async_run_group(struct hc_store *st, struct hc_store_op *first, size
 			free(all);
 	}
 	for (struct hc_store_op *o = first; o; o = o->next)
-		stat_call(st, &st->anchor, 1, o->dir, o->t0);
+		stat_call(st, o->touched, o->ntouched, o->dir, o->t0);
 }
 
-/* Whether op o sets a key that an op of the group [first, o) sets too.
- * Merged, both objects would be written at once, and which one stays
- * (page by page, even object by object) would be the race's: o is left
- * to a stream after theirs instead, as if their calls had returned. */
+/* Whether op o sets a page (pool and key) that an op of the group
+ * [first, o) sets too. Merged, both objects would be written at once, and
+ * which one stays (page by page, even object by object) would be the
+ * race's: o is left to a stream after theirs instead, as if their calls
+ * had returned. */
+static bool same_page(const struct entry *a, const struct entry *b)
+{
+	return a->ctx == b->ctx && !memcmp(a->key, b->key, sizeof(*a->key));
+}
+
 static bool keys_overlap(const struct hc_store_op *first, const struct hc_store_op *o)
 {
 	size_t before = 0;
@@ -1317,25 +1331,23 @@ static bool keys_overlap(const struct hc_store_op *first, const struct hc_store_
 	size_t cap = 64;
 	while (cap < 2 * before)
 		cap <<= 1;
-	const struct hc_key **slot = calloc(cap, sizeof(*slot));
+	const struct entry **slot = calloc(cap, sizeof(*slot));
 	if (!slot)
 		return true; /* not merging is always correct */
 	bool hit = false;
 	for (const struct hc_store_op *p = first; p != o; p = p->next)
 		for (size_t i = 0; i < p->ne; i++) {
-			const struct hc_key *k = p->e[i].key;
 			size_t h;
-			memcpy(&h, k->bytes, sizeof(h));
-			for (h &= cap - 1; slot[h] && memcmp(slot[h], k, sizeof(*k)); h = (h + 1) & (cap - 1))
+			memcpy(&h, p->e[i].key->bytes, sizeof(h));
+			for (h &= cap - 1; slot[h] && !same_page(slot[h], &p->e[i]); h = (h + 1) & (cap - 1))
 				;
-			slot[h] = k;
+			slot[h] = &p->e[i];
 		}
 	for (size_t i = 0; i < o->ne && !hit; i++) {
-		const struct hc_key *k = o->e[i].key;
 		size_t h;
-		memcpy(&h, k->bytes, sizeof(h));
+		memcpy(&h, o->e[i].key->bytes, sizeof(h));
 		for (h &= cap - 1; slot[h] && !hit; h = (h + 1) & (cap - 1))
-			hit = !memcmp(slot[h], k, sizeof(*k));
+			hit = same_page(slot[h], &o->e[i]);
 	}
 	free(slot);
 	return hit;
@@ -1379,33 +1391,47 @@ static void *async_main(void *arg)
 static void op_free(struct hc_store_op *o)
 {
 	free(o->e);
+	free(o->out);
 	free(o->own);
 	free(o);
 }
 
-static int op_start(struct hc_store *st, const struct hc_key *keys, size_t n, const uint64_t *pages,
-		    int *results, enum transfer_op dir, struct hc_store_op **out, const char *what)
+/* Plan transfers t[0..nt) into a new op; the caller checked them. */
+static int op_plan(struct hc_store *st, struct hc_pool_transfer *t, size_t nt,
+		   enum transfer_op dir, struct hc_store_op **out, const char *what)
 {
-	if (!out)
-		return util_fail(-EINVAL, "%s: op is NULL", what);
 	*out = NULL;
-	int rc = check_v1(st, keys, n, pages, what);
-	if (rc)
-		return rc;
-	if (dir == OP_GET && st->anchor->marker)
-		return util_fail(-EINVAL, "%s: the anchor '%s' is a logical pool with no data",
-				 what, st->anchor->name);
+	size_t extra = 0;
+	for (size_t i = 0; i < nt; i++)
+		if (!t[i].results)
+			extra += t[i].n;
 	struct hc_store_op *o = calloc(1, sizeof(*o));
-	if (!o)
-		return util_fail(-ENOMEM, "%s: no memory", what);
-	*o = (struct hc_store_op){.st = st, .dir = dir, .n = n, .results = results};
-	if (!results && n && !(o->results = o->own = malloc(n * sizeof(*o->own)))) {
-		free(o);
+	struct hc_pool_transfer *c = malloc((nt ? nt : 1) * sizeof(*c));
+	if (o) {
+		o->out = malloc((nt ? nt : 1) * sizeof(*o->out));
+		o->own = malloc((extra ? extra : 1) * sizeof(*o->own));
+	}
+	if (!o || !c || !o->out || !o->own) {
+		if (o)
+			op_free(o);
+		free(c);
 		return util_fail(-ENOMEM, "%s: no memory", what);
 	}
-	struct hc_pool_transfer t = {st->anchor->name, keys, n, pages, HC_HIT_ALL_PAGES,
-				     o->results};
-	rc = plan(st, &t, 1, true, &o->e, &o->ne);
+	o->st = st;
+	o->dir = dir;
+	o->nout = nt;
+	for (size_t i = 0, off = 0; i < nt; i++) {
+		c[i] = t[i];
+		if (!c[i].results) {
+			c[i].results = o->own + off;
+			off += c[i].n;
+		}
+		o->out[i] = (struct op_out){c[i].results, c[i].n};
+		if (o->ntouched < STORE_MAX_POOLS)
+			o->touched[o->ntouched++] = find_ctx(st, c[i].pool);
+	}
+	int rc = plan(st, c, nt, true, &o->e, &o->ne);
+	free(c);
 	if (rc) {
 		op_free(o);
 		return rc;
@@ -1413,7 +1439,25 @@ static int op_start(struct hc_store *st, const struct hc_key *keys, size_t n, co
 	o->t0 = now_us();
 	if (dir == OP_SET)
 		o->ne = drop_skipped_writes(o->e, o->ne);
+	*out = o;
+	return 0;
+}
 
+/* What a started op returns, as its synchronous call would. */
+static int64_t op_outcome(const struct hc_store_op *o)
+{
+	if (o->dir == OP_GET)
+		return o->rc ? o->rc : o->nout ? leading(o->out[0].results, o->out[0].n) : 0;
+	int rc = o->rc;
+	for (size_t i = 0; !rc && i < o->nout; i++)
+		rc = set_outcome(0, o->out[i].results, o->out[i].n);
+	return rc;
+}
+
+/* Queue a planned op, starting the store's thread on first use. */
+static int op_queue(struct hc_store *st, struct hc_store_op *o, const char *what)
+{
+	int rc;
 	pthread_mutex_lock(&st->async_lock);
 	if (!st->async_started) {
 		/* Every signal blocked: the embedding program's handlers must not
@@ -1425,7 +1469,6 @@ static int op_start(struct hc_store *st, const struct hc_key *keys, size_t n, co
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		if (rc) {
 			pthread_mutex_unlock(&st->async_lock);
-			op_free(o);
 			return util_fail(-rc, "%s: cannot start the store's thread: %s", what,
 					 strerror(rc));
 		}
@@ -1438,20 +1481,70 @@ static int op_start(struct hc_store *st, const struct hc_key *keys, size_t n, co
 	st->async_tail = o;
 	pthread_cond_signal(&st->async_work);
 	pthread_mutex_unlock(&st->async_lock);
-	*out = o;
 	return 0;
+}
+
+static int op_start(struct hc_store *st, struct hc_pool_transfer *t, size_t nt,
+		    enum transfer_op dir, struct hc_store_op **out, const char *what)
+{
+	struct hc_store_op *o;
+	int rc = op_plan(st, t, nt, dir, &o, what);
+	if (!rc && (rc = op_queue(st, o, what)))
+		op_free(o);
+	*out = rc ? NULL : o;
+	return rc;
+}
+
+static int op_start_v1(struct hc_store *st, const struct hc_key *keys, size_t n,
+		       const uint64_t *pages, int *results, enum transfer_op dir,
+		       struct hc_store_op **out, const char *what)
+{
+	if (!out)
+		return util_fail(-EINVAL, "%s: op is NULL", what);
+	*out = NULL;
+	int rc = check_v1(st, keys, n, pages, what);
+	if (rc)
+		return rc;
+	if (dir == OP_GET && st->anchor->marker)
+		return util_fail(-EINVAL, "%s: the anchor '%s' is a logical pool with no data",
+				 what, st->anchor->name);
+	struct hc_pool_transfer t = {st->anchor->name, keys, n, pages, HC_HIT_ALL_PAGES, results};
+	return op_start(st, &t, 1, dir, out, what);
+}
+
+static int op_start_v2(struct hc_store *st, struct hc_pool_transfer *t, size_t nt,
+		       enum transfer_op dir, struct hc_store_op **out, const char *what)
+{
+	if (!out)
+		return util_fail(-EINVAL, "%s: op is NULL", what);
+	*out = NULL;
+	if (!st || (nt && !t))
+		return util_fail(-EINVAL, "%s: NULL argument", what);
+	return op_start(st, t, nt, dir, out, what);
 }
 
 int hc_store_set_start(struct hc_store *st, const struct hc_key *keys, size_t n,
 		       const uint64_t *pages, int *results, struct hc_store_op **op)
 {
-	return op_start(st, keys, n, pages, results, OP_SET, op, "hc_store_set_start");
+	return op_start_v1(st, keys, n, pages, results, OP_SET, op, "hc_store_set_start");
 }
 
 int hc_store_get_start(struct hc_store *st, const struct hc_key *keys, size_t n,
 		       const uint64_t *pages, int *results, struct hc_store_op **op)
 {
-	return op_start(st, keys, n, pages, results, OP_GET, op, "hc_store_get_start");
+	return op_start_v1(st, keys, n, pages, results, OP_GET, op, "hc_store_get_start");
+}
+
+int hc_store_set_v2_start(struct hc_store *st, struct hc_pool_transfer *t, size_t nt,
+			  struct hc_store_op **op)
+{
+	return op_start_v2(st, t, nt, OP_SET, op, "hc_store_set_v2_start");
+}
+
+int hc_store_get_v2_start(struct hc_store *st, struct hc_pool_transfer *t, size_t nt,
+			  struct hc_store_op **op)
+{
+	return op_start_v2(st, t, nt, OP_GET, op, "hc_store_get_v2_start");
 }
 
 int64_t hc_store_op_wait(struct hc_store_op *o)
@@ -1463,8 +1556,7 @@ int64_t hc_store_op_wait(struct hc_store_op *o)
 	while (!o->done)
 		pthread_cond_wait(&st->async_done, &st->async_lock);
 	pthread_mutex_unlock(&st->async_lock);
-	int64_t ret = o->dir == OP_SET ? set_outcome(o->rc, o->results, o->n)
-				       : o->rc ? o->rc : leading(o->results, o->n);
+	int64_t ret = op_outcome(o);
 	op_free(o);
 	return ret;
 }
