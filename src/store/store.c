@@ -39,6 +39,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -141,6 +142,7 @@ struct hc_store {
 	struct store_ctx *anchor;
 	pthread_mutex_t work_lock;
 	struct work *free_work;
+	struct hc_mem_opts bounce_mem; /* the config's host memory keys */
 	struct stats_acc stats;
 	/* started operations (hc_store_*_start), run by async_thread */
 	pthread_mutex_t async_lock;
@@ -336,6 +338,11 @@ int hc_store_open(const struct hc_store_opts *o, struct hc_store **out)
 		cfg = own_cfg;
 	}
 	rc = hc_config_get_bool(cfg, "verify_checksum", &st->verify);
+	/* Bounce slots are host memory like the pools: the same huge page
+	 * mode and mlock. */
+	hc_mem_opts_init(&st->bounce_mem, sizeof(st->bounce_mem));
+	if (!rc)
+		rc = hc_mem_opts_from_config(&st->bounce_mem, cfg);
 	if (!rc)
 		rc = ops->open(cfg, &st->be);
 	hc_config_destroy(own_cfg);
@@ -619,7 +626,7 @@ static void work_put(struct hc_store *st, struct work *w)
 	pthread_mutex_unlock(&st->work_lock);
 }
 
-static int work_bounce(struct work *w, size_t bytes)
+static int work_bounce(const struct hc_store *st, struct work *w, size_t bytes)
 {
 	if (bytes <= w->bounce_cap)
 		return 0;
@@ -631,8 +638,12 @@ static int work_bounce(struct work *w, size_t bytes)
 	 * from 4 KiB pages pays per page in this VM (2 MiB bounce sets ran at
 	 * 0.69 GB/s from malloc memory, docs/PERFORMANCE.md). Pre-faulted
 	 * here, which registration does for the first call (bounce_reserve). */
-	if (hc_mem_alloc(bytes, NULL, &w->bounce_mem))
-		return util_fail(-ENOMEM, "store: no memory for %zu bytes of bounce slots", bytes);
+	int rc = hc_mem_alloc(bytes, &st->bounce_mem, &w->bounce_mem);
+	if (rc) {
+		char why[256]; /* hc_last_error() is the buffer util_fail writes */
+		snprintf(why, sizeof(why), "%s", hc_last_error());
+		return util_fail(rc, "store: %zu bytes of bounce slots: %s", bytes, why);
+	}
 	w->bounce = hc_mem_addr(w->bounce_mem);
 	w->bounce_cap = bytes;
 	return 0;
@@ -732,7 +743,7 @@ static int bounce_reserve(struct hc_store *st, struct store_ctx *c)
 	struct work *w = work_get(st);
 	if (!w)
 		return util_fail(-ENOMEM, "store: no memory for a transfer");
-	int rc = work_bounce(w, bytes);
+	int rc = work_bounce(st, w, bytes);
 	work_put(st, w);
 	return rc;
 }
@@ -897,7 +908,7 @@ static int set_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 		     size_t to, size_t bounce_bytes)
 {
 	size_t nobj = name_chunk(w, e, from, to);
-	int rc = work_bounce(w, bounce_bytes);
+	int rc = work_bounce(st, w, bounce_bytes);
 	if (rc)
 		return rc;
 	bool hooks = st->ops->object_hooks;
@@ -1040,7 +1051,7 @@ static int get_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 		     size_t bounce_bytes)
 {
 	size_t nobj = name_chunk(w, e, from, to);
-	int rc = work_bounce(w, bounce_bytes);
+	int rc = work_bounce(st, w, bounce_bytes);
 	if (rc)
 		return rc;
 	bool hooks = st->ops->object_hooks;

@@ -1,7 +1,8 @@
 /* Registration and contexts: pool names, anchors and groups; an unaligned
- * pool under O_DIRECT falls back to bounce; a base dir where O_DIRECT
- * fails (ramfs) falls back to buffered I/O; use_direct_io off; the base
- * dirs from HICACHE_STORAGE_DIR when the config has none. */
+ * pool under O_DIRECT falls back to bounce; a bounce pool's slots follow
+ * the config's host memory keys; a base dir where O_DIRECT fails (ramfs)
+ * falls back to buffered I/O; use_direct_io off; the base dirs from
+ * HICACHE_STORAGE_DIR when the config has none. */
 #include "store_test.h"
 
 enum { KV_ID = 1, MAMBA_ID = 2 };
@@ -166,6 +167,44 @@ static void test_unaligned_pool(void **state)
 		hc_store_close(st);
 	}
 	assert_int_equal(st_count(dir).files, 6 + 12);
+	hc_pool_destroy(pool);
+	st_rmrf(dir);
+}
+
+/* Registering a bounce pool allocates its slots now, with the config's
+ * hugepage_mode: required fails the registration (saying so) when the
+ * kernel has too few huge pages, and the pool can be registered once the
+ * mode allows normal pages. */
+static void test_bounce_slots_config(void **state)
+{
+	(void)state;
+	char dir[PATH_MAX];
+	st_mkdtemp(dir);
+	struct hc_kv_geometry g = st_kv_geo(HC_LAYOUT_PAGE_FIRST, true, 16);
+	struct hc_pool *pool = st_kv_pool(&g);
+	/* A call's slots: 16 pages of at least a page plus its trailer block. */
+	uint64_t free2m = 0;
+	hc_mem_huge_pages_free(HC_HUGE_2MB, &free2m);
+	uint64_t need = (16 * (hc_pool_page_bytes(pool) + 4096) + HC_HUGE_2MB - 1) / HC_HUGE_2MB;
+
+	struct hc_store *st = st_open_file(dir, true, true, "\"hugepage_mode\": \"required\"");
+	int rc = hc_store_register_pool(st, "kv", pool, true);
+	if (free2m < need) {
+		assert_int_equal(rc, -ENOMEM);
+		assert_last_error_contains("bounce slots");
+		assert_last_error_contains("hugepage_mode=required");
+		/* Nothing registered: the name is still free. */
+		struct hc_store_pool_info info;
+		assert_int_equal(hc_store_pool_info(st, "kv", &info), -ENOENT);
+	} else {
+		assert_int_equal(rc, 0);
+	}
+	hc_store_close(st);
+
+	st = st_open_file(dir, true, true, "\"hugepage_mode\": \"off\"");
+	assert_int_equal(hc_store_register_pool(st, "kv", pool, true), 0);
+	round_trip(st, pool, 7, 4);
+	hc_store_close(st);
 	hc_pool_destroy(pool);
 	st_rmrf(dir);
 }
@@ -336,6 +375,7 @@ int main(void)
 		cmocka_unit_test(test_register_errors),
 		cmocka_unit_test(test_register_group),
 		cmocka_unit_test(test_unaligned_pool),
+		cmocka_unit_test(test_bounce_slots_config),
 		cmocka_unit_test(test_direct_probe_fallback),
 		cmocka_unit_test(test_tmpfs),
 		cmocka_unit_test(test_no_direct_io),
