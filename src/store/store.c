@@ -1323,16 +1323,16 @@ static void async_run_group(struct hc_store *st, struct hc_store_op *first, size
 		stat_call(st, o->touched, o->ntouched, o->dir, o->t0);
 }
 
-/* Whether op o sets a page (pool and key) that an op of the group
- * [first, o) sets too. Merged, both objects would be written at once, and
- * which one stays (page by page, even object by object) would be the
- * race's: o is left to a stream after theirs instead, as if their calls
- * had returned. */
 static bool same_page(const struct entry *a, const struct entry *b)
 {
 	return a->ctx == b->ctx && !memcmp(a->key, b->key, sizeof(*a->key));
 }
 
+/* Whether op o sets a page (pool and key) that an op of the group
+ * [first, o) sets too. Merged, both objects would be written at once, and
+ * which one stays (page by page, even object by object) would be the
+ * race's: o is left to a stream after theirs instead, as if their calls
+ * had returned. */
 static bool keys_overlap(const struct hc_store_op *first, const struct hc_store_op *o)
 {
 	size_t before = 0;
