@@ -4,9 +4,9 @@
  * Page-aligned anonymous mappings for host pools: pre-faulted (by several
  * threads at once for large regions), backed by transparent huge pages
  * where the kernel gives them (or by hugetlb pages, or by 4 KiB pages, as
- * asked) and optionally locked. Hooks let an embedding engine pin the memory for its
- * device (e.g. cudaHostRegister) right after it is mapped and unpin it
- * before it is unmapped.
+ * asked) and optionally locked. Hooks let an embedding engine pin the
+ * memory for its device (e.g. cudaHostRegister) right after it is mapped
+ * and unpin it before it is unmapped.
  *
  * Thread-safety: hc_mem_alloc() and hc_mem_free() of different regions may
  * run concurrently; a region's accessors are safe from any thread.

@@ -1169,25 +1169,10 @@ static void stat_call(struct hc_store *st, struct store_ctx *const *ctxs, size_t
 		stat_batch(st, ctxs, nctx, STAT(get_batches), STAT(get_latency_us), t0);
 }
 
-static int run(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, enum transfer_op op)
-{
-	struct entry *e = NULL;
-	size_t n = 0;
-	int rc = plan(st, t, nt, true, &e, &n);
-	if (rc)
-		return rc;
-	uint64_t t0 = now_us();
-	if (op == OP_SET)
-		n = drop_skipped_writes(e, n);
-	rc = execute(st, e, n, op, NULL);
-	struct store_ctx *touched[STORE_MAX_POOLS] = {NULL};
-	size_t ntouched = 0;
-	for (size_t i = 0; i < nt && ntouched < STORE_MAX_POOLS; i++)
-		touched[ntouched++] = find_ctx(st, t[i].pool);
-	stat_call(st, touched, ntouched, op, t0);
-	free(e);
-	return rc;
-}
+/* Plans, moves and counts a call on this thread (after the started
+ * operations below, which share the plan and the outcome). */
+static int64_t run_now(struct hc_store *st, struct hc_pool_transfer *t, size_t nt,
+		       enum transfer_op dir, const char *what);
 
 static int check_v1(struct hc_store *st, const struct hc_key *keys, size_t n,
 		    const uint64_t *pages, const char *what)
@@ -1217,16 +1202,7 @@ int hc_store_set(struct hc_store *st, const struct hc_key *keys, size_t n, const
 	if (rc)
 		return rc;
 	struct hc_pool_transfer t = {st->anchor->name, keys, n, pages, HC_HIT_ALL_PAGES, results};
-	int *own = NULL;
-	if (!results && n) {
-		own = malloc(n * sizeof(*own));
-		if (!own)
-			return -ENOMEM;
-		t.results = own;
-	}
-	rc = set_outcome(run(st, &t, 1, OP_SET), t.results, n);
-	free(own);
-	return rc;
+	return (int)run_now(st, &t, 1, OP_SET, "hc_store_set");
 }
 
 static int64_t leading(const int *results, size_t n)
@@ -1247,17 +1223,7 @@ int64_t hc_store_get(struct hc_store *st, const struct hc_key *keys, size_t n,
 		return util_fail(-EINVAL, "hc_store_get: the anchor '%s' is a logical pool with no "
 				 "data; use hc_store_get_v2", st->anchor->name);
 	struct hc_pool_transfer t = {st->anchor->name, keys, n, pages, HC_HIT_ALL_PAGES, results};
-	int *own = NULL;
-	if (!results && n) {
-		own = malloc(n * sizeof(*own));
-		if (!own)
-			return -ENOMEM;
-		t.results = own;
-	}
-	rc = run(st, &t, 1, OP_GET);
-	int64_t hits = rc ? rc : leading(t.results, n);
-	free(own);
-	return hits;
+	return run_now(st, &t, 1, OP_GET, "hc_store_get");
 }
 
 /* ---- started operations ----
@@ -1407,7 +1373,9 @@ static void op_free(struct hc_store_op *o)
 	free(o);
 }
 
-/* Plan transfers t[0..nt) into a new op; the caller checked them. */
+/* Plan transfers t[0..nt) into a new op (a started one, or run_now's);
+ * the caller checked them. Transfers without results get ours: the
+ * outcome needs every page's. */
 static int op_plan(struct hc_store *st, struct hc_pool_transfer *t, size_t nt,
 		   enum transfer_op dir, struct hc_store_op **out, const char *what)
 {
@@ -1463,6 +1431,20 @@ static int64_t op_outcome(const struct hc_store_op *o)
 	for (size_t i = 0; !rc && i < o->nout; i++)
 		rc = set_outcome(0, o->out[i].results, o->out[i].n);
 	return rc;
+}
+
+static int64_t run_now(struct hc_store *st, struct hc_pool_transfer *t, size_t nt,
+		       enum transfer_op dir, const char *what)
+{
+	struct hc_store_op *o;
+	int rc = op_plan(st, t, nt, dir, &o, what);
+	if (rc)
+		return rc;
+	o->rc = execute(st, o->e, o->ne, dir, NULL);
+	stat_call(st, o->touched, o->ntouched, dir, o->t0);
+	int64_t ret = op_outcome(o);
+	op_free(o);
+	return ret;
 }
 
 /* Queue a planned op, starting the store's thread on first use. */
@@ -1572,53 +1554,18 @@ int64_t hc_store_op_wait(struct hc_store_op *o)
 	return ret;
 }
 
-/* The return value of set_v2/get_v2 needs every outcome, also of the
- * transfers whose results array is NULL: run on a copy of the transfers
- * that gives those an array of ours. */
-static int run_v2(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, enum transfer_op op)
-{
-	size_t extra = 0;
-	for (size_t i = 0; i < nt; i++)
-		if (!t[i].results)
-			extra += t[i].n;
-	struct hc_pool_transfer *c = malloc((nt ? nt : 1) * sizeof(*c));
-	int *own = malloc((extra ? extra : 1) * sizeof(*own));
-	if (!c || !own) {
-		free(c);
-		free(own);
-		return util_fail(-ENOMEM, "store: no memory for a transfer");
-	}
-	for (size_t i = 0, off = 0; i < nt; i++) {
-		c[i] = t[i];
-		if (!c[i].results) {
-			c[i].results = own + off;
-			off += c[i].n;
-		}
-	}
-	int rc = run(st, c, nt, op);
-	if (!rc && op == OP_SET)
-		for (size_t i = 0; !rc && i < nt; i++)
-			for (size_t j = 0; !rc && j < c[i].n; j++)
-				rc = c[i].results[j];
-	if (!rc && op == OP_GET && nt)
-		rc = (int)leading(c[0].results, c[0].n);
-	free(c);
-	free(own);
-	return rc;
-}
-
 int hc_store_set_v2(struct hc_store *st, struct hc_pool_transfer *t, size_t nt)
 {
 	if (!st || (nt && !t))
 		return util_fail(-EINVAL, "hc_store_set_v2: NULL argument");
-	return run_v2(st, t, nt, OP_SET);
+	return (int)run_now(st, t, nt, OP_SET, "hc_store_set_v2");
 }
 
 int hc_store_get_v2(struct hc_store *st, struct hc_pool_transfer *t, size_t nt)
 {
 	if (!st || (nt && !t))
 		return util_fail(-EINVAL, "hc_store_get_v2: NULL argument");
-	return run_v2(st, t, nt, OP_GET);
+	return (int)run_now(st, t, nt, OP_GET, "hc_store_get_v2");
 }
 
 /* ---- exists ---- */

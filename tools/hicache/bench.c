@@ -133,11 +133,12 @@ struct worker {
 	pthread_t tid;
 	unsigned index;      /* t of T: a mixed run's first batch depends on it */
 	uint64_t first, end; /* page range [first, end) */
-	/* Lane l (of --pipeline) uses entries [l * batch, (l + 1) * batch). */
+	/* One batch's worth; with --pipeline one entry per page of the range,
+	 * so that calls in flight never share an entry. */
 	uint64_t *slots;     /* this thread's pool pages */
 	struct hc_key *keys;
 	int *results;
-	struct lane *lanes;
+	struct lane *lanes;  /* --pipeline: the calls started */
 	uint8_t *flat;       /* one flat page */
 	uint64_t *lat_ns;    /* one per batch */
 	uint8_t *lat_op;     /* the direction (OP_SET, OP_GET, OP_EXISTS) of each */

@@ -32,6 +32,7 @@
  *             bad calls.
  * File backend (zero-copy and bounce) and mem.
  */
+#include "robust_test.h"
 #include "store_test.h"
 
 #include <dirent.h>
@@ -1002,21 +1003,6 @@ static int count_threads(void)
 	return n;
 }
 
-/* Entries of /proc/self/fd (the listing's own fd is in every count). */
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	if (!d)
-		fail_msg("opendir /proc/self/fd: %s", strerror(errno));
-	int n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
-
 /* Sync I/O, so that whatever the engine starts on first use is there. */
 static void warm_up(struct fx *f, uint32_t seed)
 {
@@ -1036,14 +1022,14 @@ static void close_store(const struct variant *v)
 	warm_up(&f, 90);
 	assert_int_equal(hc_store_op_wait(set_start(&f, NULL, 0, NULL, NULL)), 0);
 	fx_close(&f);
-	int fds0 = count_fds(), threads0 = count_threads();
+	int fds0 = rt_count_fds(), threads0 = count_threads();
 
 	/* Never started: no store thread, and close leaves nothing. */
 	fx_open(&f, v);
 	warm_up(&f, 91);
 	int threads1 = count_threads();
 	fx_close(&f);
-	assert_int_equal(count_fds(), fds0);
+	assert_int_equal(rt_count_fds(), fds0);
 	assert_int_equal(count_threads(), threads0);
 
 	/* Started: one thread, for every op; all waited, close joins it. */
@@ -1068,7 +1054,7 @@ static void close_store(const struct variant *v)
 		assert_int_equal(hc_store_op_wait(ops[i]), i % 2 ? NP : 0);
 	assert_int_equal(count_threads(), threads1 + 1);
 	fx_close(&f);
-	assert_int_equal(count_fds(), fds0);
+	assert_int_equal(rt_count_fds(), fds0);
 	assert_int_equal(count_threads(), threads0);
 }
 
