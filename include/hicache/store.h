@@ -75,10 +75,11 @@ HC_API void hc_store_close(struct hc_store *store);
 /* Register a pool under a name (unique; [a-z0-9_]{1,32}). The anchor is the
  * KV pool (or a logical anchor pool) that v1 calls use; exactly one.
  * The store does not own the pool; it must outlive the store. A pool in
- * bounce mode gets one call's bounce slots now, pre-faulted on transparent
- * huge pages (128 objects' or 64 MiB, whichever is less, but 32 pages'
- * for large pages, up to 512 MiB), so that the first transfer does not
- * fault them in.
+ * bounce mode gets the bounce slots of two chunks now (a transfer streams
+ * one chunk while the next is made; a chunk is 128 objects or 64 MiB,
+ * whichever is less, but 32 pages for large pages, up to 512 MiB),
+ * pre-faulted on transparent huge pages, so that the first transfer does
+ * not fault them in.
  * Returns 0, -EINVAL, -EEXIST (name taken / second anchor), -ENOMEM. */
 HC_API int hc_store_register_pool(struct hc_store *store, const char *name, struct hc_pool *pool,
 				  bool anchor);
@@ -120,12 +121,13 @@ HC_API int64_t hc_store_exists(struct hc_store *store, const struct hc_key *keys
  *
  * A synchronous call ends with a drain: the disk waits while the call's
  * last pages finish and the next call is prepared. Started operations run
- * in the order they were started, on one store thread; consecutive ones of
- * the same direction (set or get) that are waiting are merged into one
- * stream, at most io_depth pages in flight, so that keeping two or more
- * started keeps the disk busy across calls. A set started after a set of
- * the same key behaves as if the first had returned; a get started after
- * a set sees what that set stored.
+ * in the order they were started, on one store thread, which keeps one
+ * stream of at most io_depth pages in flight going from each started op
+ * to the next of the same direction (set or get) while there is one, so
+ * that keeping two or more started keeps the disk busy across calls; each
+ * op finishes (its wait returns) as soon as its own pages are done. A set
+ * started after a set of the same key behaves as if the first had
+ * returned; a get started after a set sees what that set stored.
  *
  * keys and results (when not NULL) must stay valid and untouched until
  * hc_store_op_wait(); pages is read at start. Every started operation

@@ -73,10 +73,12 @@ struct io_write_req {
 	size_t len;
 	bool direct;    /* O_DIRECT: every iov base/len must be aligned by the caller */
 	bool noreplace; /* RENAME_NOREPLACE */
-	/* Optional. Called once, right before this request's chain is sent,
-	 * while earlier requests of the batch are already in flight, so that
-	 * the caller can fill the memory iov points at (hash, gather) without
-	 * holding the disk back. iov itself must be final before the call.
+	/* Optional. Called once before this request's chain is sent, while
+	 * earlier requests are already in flight (io_uring: while every slot
+	 * is busy, up to queue_depth requests ahead; else when its slot is
+	 * free), so that the caller can fill the memory iov points at (hash,
+	 * gather) without holding the disk back. iov itself must be final
+	 * before the call.
 	 * A negative return becomes the result and nothing is written (e.g.
 	 * -EEXIST: the object turned out to exist). Runs on the calling
 	 * thread (io_uring) or on a worker (threads): it must be safe to run
@@ -120,6 +122,32 @@ struct io_stat_req {
  * error and nothing changed on disk). n == 0 is a no-op. */
 int io_write_batch(struct io_engine *e, struct io_write_req *reqs, size_t n);
 int io_read_batch(struct io_engine *e, struct io_read_req *reqs, size_t n);
+
+/*
+ * A batch that grows while it runs: the engine asks the feed for more
+ * requests whenever it has room for them, so arrays given one after another
+ * stream through the ring without a drain between them (a batch call waits
+ * for its last page, and on a disk that completes its reads in bursts, the
+ * caller's work after that wait is time the disk idles).
+ *
+ * next() gives the next array (io_write_req for io_write_feed, io_read_req
+ * for io_read_feed) and its length, or 0 when it has none now. It is called
+ * on the calling thread, only once every request given so far has been
+ * started, and may be asked again after a 0 while requests are in flight;
+ * the call returns once next() said 0 with nothing in flight.
+ * done() hands back each array from next() once every request of it has its
+ * final result, its hooks have run, and the engine will not touch it again,
+ * so the caller may free or reuse it; arrays may end out of order. Every
+ * array given is handed back exactly once, whatever fails.
+ * Returns 0, or -errno when it could not run at all (every request then has
+ * that error, and each array was still handed back).
+ */
+struct io_feed {
+	size_t (*next)(struct io_feed *f, void **reqs);
+	void (*done)(struct io_feed *f, void *reqs, size_t n);
+};
+int io_write_feed(struct io_engine *e, struct io_feed *f);
+int io_read_feed(struct io_engine *e, struct io_feed *f);
 /* Stops at the first miss when stop_at_miss (later results are left -ENOENT
  * and not looked up); returns the number of leading hits (>= 0) or -errno. */
 int64_t io_stat_batch(struct io_engine *e, struct io_stat_req *reqs, size_t n, bool stop_at_miss);

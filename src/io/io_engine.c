@@ -2,8 +2,9 @@
  * io front end: engine choice, request validation, dispatch to the engine,
  * and the stat batch (the same code for both engines).
  *
- *   io_write_batch / io_read_batch
- *        |  validate every request (bad ones get -EINVAL, the rest IO_PENDING)
+ *   io_write_batch / io_read_batch (a feed of one array), io_*_feed
+ *        |  validate every array the feed gives (bad requests get -EINVAL,
+ *        |  the rest IO_PENDING)
  *        v
  *   io_ring_pool_*  (io_uring.c: up to queue_depth chains in flight, refilled as they end)
  *   io_workers_*    (io_threads.c: worker pool, one page at a time per worker)
@@ -16,6 +17,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,49 +195,147 @@ static size_t io_validate_reads(struct io_read_req *reqs, size_t n)
 	return ok;
 }
 
-int io_write_batch(struct io_engine *e, struct io_write_req *reqs, size_t n)
+/* ---- streams: feeds of arrays, and batches as one-array feeds ---- */
+
+static size_t io_validate(const struct io_stream *s, void *reqs, size_t n)
+{
+	return s->write ? io_validate_writes(reqs, n) : io_validate_reads(reqs, n);
+}
+
+/* The feed's next array, validated, or NULL when it has none now. */
+static struct io_arr *io_stream_take(struct io_stream *s)
+{
+	void *reqs;
+	size_t n;
+	while ((n = s->feed->next(s->feed, &reqs))) {
+		struct io_arr *a = malloc(sizeof(*a));
+		if (!a) {
+			for (size_t i = 0; i < n; i++)
+				*io_req_result(s, (char *)reqs + i * s->req_size) = -ENOMEM;
+			s->feed->done(s->feed, reqs, n);
+			continue;
+		}
+		io_validate(s, reqs, n);
+		*a = (struct io_arr){.reqs = reqs, .n = n, .holds = n};
+		return a;
+	}
+	return NULL;
+}
+
+void io_arr_put(struct io_stream *s, struct io_arr *a)
+{
+	if (--a->holds)
+		return;
+	if (s->cur == a)
+		s->cur = NULL;
+	s->feed->done(s->feed, a->reqs, a->n);
+	free(a);
+}
+
+void *io_stream_next_req(struct io_stream *s, struct io_arr **arr)
+{
+	for (;;) {
+		if (!s->cur && !(s->cur = io_stream_take(s)))
+			return NULL;
+		struct io_arr *a = s->cur;
+		void *q = (char *)a->reqs + a->next++ * s->req_size;
+		if (a->next == a->n)
+			s->cur = NULL;
+		if (*io_req_result(s, q) != IO_PENDING) {
+			io_arr_put(s, a);
+			continue;
+		}
+		*arr = a;
+		return q;
+	}
+}
+
+void io_stream_fail_rest(struct io_stream *s, int rc)
+{
+	void *q;
+	struct io_arr *a;
+	while (s->ready_head != s->ready_tail) {
+		struct io_taken *t = &s->ready[s->ready_head++];
+		*io_req_result(s, t->q) = rc;
+		io_arr_put(s, t->arr);
+	}
+	while ((q = io_stream_next_req(s, &a))) {
+		*io_req_result(s, q) = rc;
+		io_arr_put(s, a);
+	}
+}
+
+static int io_run(struct io_engine *e, struct io_feed *f, bool write, const char *what)
+{
+	if (!f || !f->next || !f->done)
+		return util_fail(-EINVAL, "%s: feed is NULL or incomplete", what);
+	struct io_stream s = {
+		.feed = f,
+		.write = write,
+		.req_size = write ? sizeof(struct io_write_req) : sizeof(struct io_read_req),
+		.result_off = write ? offsetof(struct io_write_req, result)
+				    : offsetof(struct io_read_req, result),
+	};
+	int rc;
+	if (!e)
+		rc = util_fail(-EINVAL, "%s: engine is NULL", what);
+	else
+		rc = e->rings ? io_ring_pool_stream(e->rings, &s) : io_workers_stream(e->workers, &s);
+	if (rc)
+		io_stream_fail_rest(&s, rc);
+	free(s.ready);
+	return rc;
+}
+
+int io_write_feed(struct io_engine *e, struct io_feed *f)
+{
+	return io_run(e, f, true, "io_write_feed");
+}
+
+int io_read_feed(struct io_engine *e, struct io_feed *f)
+{
+	return io_run(e, f, false, "io_read_feed");
+}
+
+/* A batch: a feed of one array. */
+struct io_once {
+	struct io_feed feed;
+	void *reqs;
+	size_t n;
+};
+
+static size_t io_once_next(struct io_feed *f, void **reqs)
+{
+	struct io_once *o = (struct io_once *)f;
+	size_t n = o->n;
+	*reqs = o->reqs;
+	o->n = 0;
+	return n;
+}
+
+static void io_once_done(struct io_feed *f, void *reqs, size_t n)
+{
+	(void)f, (void)reqs, (void)n;
+}
+
+static int io_batch(struct io_engine *e, void *reqs, size_t n, bool write, const char *what)
 {
 	if (n == 0)
 		return 0;
 	if (!reqs)
-		return util_fail(-EINVAL, "io_write_batch: reqs is NULL");
-	int rc = -EINVAL;
-	if (!e) {
-		util_fail(rc, "io_write_batch: engine is NULL");
-		goto fail_all;
-	}
-	if (io_validate_writes(reqs, n) == 0)
-		return 0;
-	rc = e->rings ? io_ring_pool_write(e->rings, reqs, n)
-		      : io_workers_write(e->workers, reqs, n);
-	if (rc == 0)
-		return 0;
-fail_all:
-	for (size_t i = 0; i < n; i++)
-		reqs[i].result = rc;
-	return rc;
+		return util_fail(-EINVAL, "%s: reqs is NULL", what);
+	struct io_once o = {{io_once_next, io_once_done}, reqs, n};
+	return io_run(e, &o.feed, write, what);
+}
+
+int io_write_batch(struct io_engine *e, struct io_write_req *reqs, size_t n)
+{
+	return io_batch(e, reqs, n, true, "io_write_batch");
 }
 
 int io_read_batch(struct io_engine *e, struct io_read_req *reqs, size_t n)
 {
-	if (n == 0)
-		return 0;
-	if (!reqs)
-		return util_fail(-EINVAL, "io_read_batch: reqs is NULL");
-	int rc = -EINVAL;
-	if (!e) {
-		util_fail(rc, "io_read_batch: engine is NULL");
-		goto fail_all;
-	}
-	if (io_validate_reads(reqs, n) == 0)
-		return 0;
-	rc = e->rings ? io_ring_pool_read(e->rings, reqs, n) : io_workers_read(e->workers, reqs, n);
-	if (rc == 0)
-		return 0;
-fail_all:
-	for (size_t i = 0; i < n; i++)
-		reqs[i].result = rc;
-	return rc;
+	return io_batch(e, reqs, n, false, "io_read_batch");
 }
 
 /*

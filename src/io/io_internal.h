@@ -44,6 +44,46 @@
 struct io_ring_pool;
 struct io_workers;
 
+/* An array from a feed while an engine holds it. */
+struct io_arr {
+	void *reqs;
+	size_t n;
+	size_t next;  /* first request not started */
+	size_t holds; /* requests not over, plus read hooks queued */
+};
+
+/* A request taken from its array, waiting for a slot. */
+struct io_taken {
+	void *q;
+	struct io_arr *arr;
+};
+
+/* A feed as the engines see it: arrays validated by the front end. */
+struct io_stream {
+	struct io_feed *feed;
+	bool write;
+	size_t req_size;
+	size_t result_off;
+	struct io_arr *cur; /* requests left to start; NULL: ask the feed */
+	/* io_uring writes: requests already prepared (io_write_req.prepare
+	 * ran) while every slot was busy, to start first, in order */
+	struct io_taken *ready;
+	unsigned ready_cap, ready_head, ready_tail;
+};
+
+/* The next request to start (its array in *arr, holding it), or NULL when
+ * the feed has none now. Requests that are not IO_PENDING are over at once. */
+void *io_stream_next_req(struct io_stream *s, struct io_arr **arr);
+/* One hold on a is over; the last one hands the array back. */
+void io_arr_put(struct io_stream *s, struct io_arr *a);
+/* Every request not started yet (prepared ones, this array's and the
+ * feed's later ones) gets rc, and each array goes back. */
+void io_stream_fail_rest(struct io_stream *s, int rc);
+static inline int *io_req_result(const struct io_stream *s, void *req)
+{
+	return (int *)((char *)req + s->result_off);
+}
+
 struct io_engine {
 	enum io_engine_kind kind; /* URING or THREADS, never AUTO */
 	unsigned depth;
@@ -55,8 +95,9 @@ struct io_engine {
  * writes the reason to why (never calls util_fail: AUTO only logs it). */
 int io_ring_pool_create(unsigned depth, struct io_ring_pool **out, char *why, size_t why_len);
 void io_ring_pool_destroy(struct io_ring_pool *p);
-int io_ring_pool_write(struct io_ring_pool *p, struct io_write_req *reqs, size_t n);
-int io_ring_pool_read(struct io_ring_pool *p, struct io_read_req *reqs, size_t n);
+/* Runs the stream to its end (requests not started when a ring breaks go
+ * on in another ring); -errno only when no ring could be had at all. */
+int io_ring_pool_stream(struct io_ring_pool *p, struct io_stream *s);
 
 /* Test hook: how io_uring.c submits (io_uring_submit). A test may swap in
  * a function that makes the kernel take fewer SQEs, to reach the cut-chain
@@ -67,8 +108,8 @@ extern int (*io_ring_submit_fn)(struct io_uring *ring);
 /* io_threads.c */
 int io_workers_create(unsigned threads, struct io_workers **out);
 void io_workers_destroy(struct io_workers *w);
-int io_workers_write(struct io_workers *w, struct io_write_req *reqs, size_t n);
-int io_workers_read(struct io_workers *w, struct io_read_req *reqs, size_t n);
+/* One array at a time: the workers drain each before the next is taken. */
+int io_workers_stream(struct io_workers *w, struct io_stream *s);
 
 /* Copy src[0..cnt) minus its first skip bytes into dst (room for cnt
  * entries); returns the number of entries written. */

@@ -328,12 +328,20 @@ static int io_workers_run(struct io_workers *w, bool write, void *reqs, size_t n
 	return 0;
 }
 
-int io_workers_write(struct io_workers *w, struct io_write_req *reqs, size_t n)
+int io_workers_stream(struct io_workers *w, struct io_stream *s)
 {
-	return io_workers_run(w, true, reqs, n);
-}
-
-int io_workers_read(struct io_workers *w, struct io_read_req *reqs, size_t n)
-{
-	return io_workers_run(w, false, reqs, n);
+	void *q;
+	struct io_arr *a;
+	/* Taking the first request takes its array; the workers run all of it,
+	 * and it is over (and handed back) when its holds are. */
+	while ((q = io_stream_next_req(s, &a))) {
+		size_t first = (size_t)((char *)q - (char *)a->reqs) / s->req_size;
+		size_t left = a->n - first;
+		s->cur = NULL;
+		a->next = a->n;
+		io_workers_run(w, s->write, q, left);
+		a->holds -= left - 1;
+		io_arr_put(s, a);
+	}
+	return 0;
 }

@@ -24,11 +24,18 @@
  * temp file on disk, so every failed page gets a clean-up once nothing
  * else is in flight: close_direct(slot) and unlinkat(tmp), both counted.
  *
- * Per-request hooks: a write's prepare runs when the page gets its slot,
- * right before its chain is queued (and with prepare, what is ready is
- * submitted every IO_SUBMIT_BYTES, so the caller's work on the next pages
- * overlaps the disk); a read's arrived runs when its read CQE shows the
- * whole file, while other chains are still in flight.
+ * Per-request hooks: a write's prepare runs before its chain is queued:
+ * while every slot is busy, for the next requests (so that slots that free
+ * take them at once, in one submit), else when the page gets its slot (and
+ * then what is ready is submitted every IO_SUBMIT_BYTES, so the caller's
+ * work on the next pages overlaps the disk). A read's arrived runs once its
+ * read CQE shows the whole file, after the freed slots were refilled.
+ *
+ * A call runs a stream: the front end's feed gives arrays of requests, and
+ * the stream asks for the next one whenever a slot is free and the current
+ * one is all started, so there is no drain between arrays. A slot holds its
+ * request's array until the chain is over (after a failed chain, until its
+ * clean-up); the last hold hands the array back.
  *
  * A short write is a failure for the link, but the slot is still open with
  * the bytes so far, so the page is resumed with writev at the offset
@@ -37,7 +44,7 @@
  * than a bare short count.
  *
  * user_data = generation << 32 | slot << 8 | step. The generation changes
- * per batch, so a completion that belongs to an earlier call can never be
+ * per stream, so a completion that belongs to an earlier call can never be
  * taken for one of this call.
  *
  * Rings cost ~40 us to set up, so each engine keeps a pool of them; a call
@@ -112,12 +119,22 @@ struct io_ring_page {
 	int dirfd;        /* the clean-up must unlink tmp relative to dirfd */
 	const char *tmp;
 	int *result;        /* its request's result */
-	size_t req;         /* its request's index in the batch */
+	void *q;            /* its request */
+	struct io_arr *arr; /* its request's array, held while the slot is */
 	int res;            /* read: the readv result */
 	size_t done;        /* write: bytes written so far */
-	unsigned iov;       /* offset of this page's iovecs in io_ring.iovs */
 	unsigned sqe_first; /* SQ position of its chain's first SQE */
 	unsigned sqe_count;
+};
+
+struct io_slot_iov {
+	struct iovec *v;
+	unsigned cap;
+};
+
+struct io_arrival {
+	struct io_read_req *q;
+	struct io_arr *arr; /* held until the hook has run */
 };
 
 struct io_ring {
@@ -128,13 +145,15 @@ struct io_ring {
 	unsigned depth;
 	uint32_t gen;
 	void *scratch; /* IO_SCRATCH bytes, 4096-aligned */
-	struct iovec *iovs;
-	size_t iovs_cap;
-	struct io_ring_page *pages; /* depth entries */
-	unsigned *free_slots;       /* depth entries: a stream's idle slots */
+	/* Per slot: iovecs the kernel reads when the chain's read or write is
+	 * issued, which may be long after the submit; grown only while the
+	 * slot is idle. */
+	struct io_slot_iov *slot_iov; /* depth entries */
+	struct io_ring_page *pages;   /* depth entries */
+	unsigned *free_slots;         /* depth entries: a stream's idle slots */
 	/* read: requests whose bytes arrived and whose arrived hook is due;
 	 * run after the refill, so the disk has its next work meanwhile */
-	size_t *arrivals; /* depth entries */
+	struct io_arrival *arrivals; /* depth entries */
 	unsigned narrivals;
 };
 
@@ -165,7 +184,9 @@ static void io_ring_free(struct io_ring *r)
 	if (r->ring_ok)
 		io_uring_queue_exit(&r->ring);
 	free(r->scratch);
-	free(r->iovs);
+	for (unsigned s = 0; r->slot_iov && s < r->depth; s++)
+		free(r->slot_iov[s].v);
+	free(r->slot_iov);
 	free(r->pages);
 	free(r->free_slots);
 	free(r->arrivals);
@@ -184,8 +205,9 @@ static int io_ring_new(unsigned depth, struct io_ring **out, char *why, size_t w
 	r->pages = calloc(depth, sizeof(*r->pages));
 	r->free_slots = calloc(depth, sizeof(*r->free_slots));
 	r->arrivals = calloc(depth, sizeof(*r->arrivals));
+	r->slot_iov = calloc(depth, sizeof(*r->slot_iov));
 	int rc = posix_memalign(&r->scratch, IO_SCRATCH, IO_SCRATCH);
-	if (rc || !r->pages || !r->free_slots || !r->arrivals) {
+	if (rc || !r->pages || !r->free_slots || !r->arrivals || !r->slot_iov) {
 		r->scratch = rc ? NULL : r->scratch;
 		snprintf(why, why_len, "no memory");
 		rc = -ENOMEM;
@@ -356,16 +378,18 @@ static void io_ring_put(struct io_ring_pool *p, struct io_ring *r)
 	pthread_mutex_unlock(&p->lock);
 }
 
-static int io_ring_iovs_reserve(struct io_ring *r, size_t need)
+/* Room for need iovecs in idle slot s; NULL without memory. */
+static struct iovec *io_slot_iovs(struct io_ring *r, unsigned s, unsigned need)
 {
-	if (need <= r->iovs_cap)
-		return 0;
-	struct iovec *v = realloc(r->iovs, need * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	r->iovs = v;
-	r->iovs_cap = need;
-	return 0;
+	struct io_slot_iov *si = &r->slot_iov[s];
+	if (need > si->cap) {
+		struct iovec *v = realloc(si->v, need * sizeof(*v));
+		if (!v)
+			return NULL;
+		si->v = v;
+		si->cap = need;
+	}
+	return si->v;
 }
 
 static void io_ring_nop_range(struct io_ring *r, unsigned from, unsigned to)
@@ -578,7 +602,58 @@ static void io_ring_cleanup(struct io_ring *r, unsigned n)
 		r->pages[i].state = IO_PG_IDLE;
 }
 
-/* ---- writes: streamed like reads (below) ---- */
+/* ---- streams: slots and the arrays they hold ---- */
+
+/* Slots free for a new chain (idle), onto r->free_slots; returns how many.
+ * *running: chains in flight; *failed: slots waiting for their clean-up. */
+static unsigned io_ring_idle_slots(struct io_ring *r, unsigned *running, unsigned *failed)
+{
+	unsigned nfree = 0;
+	*running = 0;
+	*failed = 0;
+	for (unsigned s = r->depth; s-- > 0;) {
+		uint8_t st = r->pages[s].state;
+		if (st == IO_PG_IDLE)
+			r->free_slots[nfree++] = s;
+		*running += st == IO_PG_RUN;
+		*failed += st == IO_PG_FAILED || st == IO_PG_CUT;
+	}
+	return nfree;
+}
+
+/* Idle slots (or, at the end, all) let go of their requests' arrays. */
+static void io_ring_release(struct io_ring *r, struct io_stream *s, bool all)
+{
+	for (unsigned i = 0; i < r->depth; i++) {
+		struct io_ring_page *pg = &r->pages[i];
+		if (pg->arr && (all || pg->state == IO_PG_IDLE)) {
+			struct io_arr *a = pg->arr;
+			pg->arr = NULL;
+			io_arr_put(s, a);
+		}
+	}
+}
+
+static void io_ring_stream_begin(struct io_ring *r)
+{
+	r->gen++;
+	r->narrivals = 0;
+	for (unsigned s = 0; s < r->depth; s++)
+		r->pages[s] = (struct io_ring_page){.state = IO_PG_IDLE, .dirfd = -1};
+}
+
+/*
+ * When a stream asks its feed for more. A slot waiting for its clean-up
+ * holds its request's array, and the clean-up runs only once nothing is in
+ * flight; so while one waits, no new array is taken and the stream drains:
+ * a failed page costs a drain, not an unbounded wait for its caller.
+ */
+static bool io_ring_may_take(const struct io_stream *s, unsigned failed)
+{
+	return s->cur || !failed;
+}
+
+/* ---- writes ---- */
 
 static void io_ring_prep_write(struct io_ring *r, unsigned i, const struct io_write_req *q)
 {
@@ -587,8 +662,9 @@ static void io_ring_prep_write(struct io_ring *r, unsigned i, const struct io_wr
 	const struct iovec *iov = q->iov;
 	unsigned cnt = q->iovcnt;
 	if (!first) {
-		cnt = io_iov_advance(q->iov, q->iovcnt, pg->done, r->iovs + pg->iov);
-		iov = r->iovs + pg->iov;
+		/* The slot's iovecs hold q->iovcnt (io_ring_write_stream). */
+		cnt = io_iov_advance(q->iov, q->iovcnt, pg->done, r->slot_iov[i].v);
+		iov = r->slot_iov[i].v;
 	}
 	pg->sqe_first = r->ring.sq.sqe_tail;
 	pg->sqe_count = first ? 4 : 3;
@@ -638,80 +714,109 @@ static void io_ring_write_cqe(struct io_ring *r, unsigned i, unsigned step, int 
 	}
 }
 
-/* Slots free for a new chain (idle), onto r->free_slots; returns how many. */
-static unsigned io_ring_idle_slots(struct io_ring *r, unsigned *running)
+/* The next request to write, prepared: one prepared ahead, else the
+ * feed's next whose prepare succeeds (*fresh: its prepare ran just now).
+ * NULL when there is none now. */
+static struct io_write_req *io_ring_write_take(struct io_stream *st, unsigned failed,
+					       struct io_arr **arr, bool *fresh)
 {
-	unsigned nfree = 0;
-	*running = 0;
-	for (unsigned s = r->depth; s-- > 0;) {
-		if (r->pages[s].state == IO_PG_IDLE)
-			r->free_slots[nfree++] = s;
-		*running += r->pages[s].state == IO_PG_RUN;
+	if (st->ready_head != st->ready_tail) {
+		struct io_taken *t = &st->ready[st->ready_head++];
+		*arr = t->arr;
+		*fresh = false;
+		return t->q;
 	}
-	return nfree;
+	*fresh = true;
+	struct io_write_req *q;
+	while (io_ring_may_take(st, failed) && (q = io_stream_next_req(st, arr))) {
+		int prc = q->prepare ? q->prepare(q->arg) : 0;
+		if (!prc)
+			return q;
+		q->result = prc < 0 ? prc : -EIO;
+		io_arr_put(st, *arr);
+	}
+	return NULL;
 }
 
 /*
- * Write requests [next, n) keeping up to depth chains in flight: a slot
- * takes the next request as soon as its chain is over, so the disk never
- * waits for the slowest page of a chunk. A request's prepare hook runs
- * when it gets its slot. Failed slots stay out of use until the clean-up
- * (at the end, or earlier when every slot waits for it). Returns the
- * first request not started: n, or less when the ring broke.
+ * While every slot is busy, prepare the next requests (a store's lookups
+ * and checksums), so that slots that free take them at once and go out in
+ * one submit, instead of each waiting for its own preparation; stops as
+ * soon as a completion is there, at depth requests ahead, or without
+ * memory for them.
  */
-static size_t io_ring_write_stream(struct io_ring *r, struct io_write_req *reqs, size_t n,
-				   size_t next)
+static void io_ring_write_ahead(struct io_ring *r, struct io_stream *st, unsigned failed)
 {
-	r->gen++;
-	unsigned per = 1; /* iovecs per slot, for resuming a short write */
-	for (size_t i = next; i < n; i++)
-		if (reqs[i].result == IO_PENDING && reqs[i].iovcnt > per)
-			per = reqs[i].iovcnt;
-	int rc = io_ring_iovs_reserve(r, (size_t)per * r->depth);
-	if (rc) {
-		for (size_t i = next; i < n; i++)
-			if (reqs[i].result == IO_PENDING)
-				reqs[i].result = rc;
-		return n;
+	if (st->ready_head == st->ready_tail)
+		st->ready_head = st->ready_tail = 0;
+	if (!st->ready) {
+		st->ready = malloc(r->depth * sizeof(*st->ready));
+		if (!st->ready)
+			return;
+		st->ready_cap = r->depth;
 	}
-	for (unsigned s = 0; s < r->depth; s++)
-		r->pages[s] = (struct io_ring_page){.state = IO_PG_IDLE, .dirfd = -1};
-	unsigned running, resume = 0;
-	unsigned nfree = io_ring_idle_slots(r, &running);
+	while (st->ready_tail < st->ready_cap && !io_uring_cq_ready(&r->ring)) {
+		struct io_arr *a;
+		bool fresh;
+		struct io_write_req *q = io_ring_write_take(st, failed, &a, &fresh);
+		if (!q)
+			break;
+		st->ready[st->ready_tail++] = (struct io_taken){q, a};
+	}
+}
+
+/*
+ * Write the stream's requests keeping up to depth chains in flight: a slot
+ * takes the next request as soon as its chain is over, so the disk never
+ * waits for the slowest page, and the feed is asked for more as soon as
+ * there is room. A request's prepare hook runs when it gets its slot.
+ * Failed slots stay out of use until the clean-up. Returns when the feed
+ * has nothing more and nothing is in flight, or when the ring broke.
+ */
+static void io_ring_write_stream(struct io_ring *r, struct io_stream *st)
+{
+	io_ring_stream_begin(r);
+	unsigned running, failed, resume = 0;
+	unsigned nfree = io_ring_idle_slots(r, &running, &failed);
+	int rc = 0;
 	for (;;) {
-		bool queued = false;
+		io_ring_release(r, st, false);
+		bool queued = false, dry = false;
 		size_t unsent = 0; /* bytes of chains queued since the last submit */
 		for (unsigned s = 0; resume && s < r->depth && !r->broken; s++) {
 			if (r->pages[s].state == IO_PG_RESUME) {
-				io_ring_prep_write(r, s, &reqs[r->pages[s].req]);
+				io_ring_prep_write(r, s, r->pages[s].q);
 				queued = true;
 				resume--;
 			}
 		}
-		while (nfree && next < n && !r->broken) {
-			struct io_write_req *q = &reqs[next++];
-			if (q->result != IO_PENDING)
-				continue;
-			if (q->prepare) {
-				int prc = q->prepare(q->arg);
-				if (prc) {
-					q->result = prc < 0 ? prc : -EIO;
-					continue;
-				}
+		while (nfree && !r->broken) {
+			struct io_arr *a;
+			bool fresh;
+			struct io_write_req *q = io_ring_write_take(st, failed, &a, &fresh);
+			if (!q) {
+				dry = true;
+				break;
 			}
-			unsigned s = r->free_slots[--nfree];
+			unsigned s = r->free_slots[nfree - 1];
+			/* Room to resume a short write: the chain's iovecs, cut. */
+			if (!io_slot_iovs(r, s, q->iovcnt)) {
+				q->result = -ENOMEM;
+				io_arr_put(st, a);
+				continue;
+			}
+			nfree--;
 			/* Whatever fails from the open on, the slot may be open and
 			 * the temp file may exist. */
 			r->pages[s] = (struct io_ring_page){
 				.state = IO_PG_START, .clean_close = true, .dirfd = q->dirfd,
-				.tmp = q->tmp_name, .result = &q->result, .req = (size_t)(q - reqs),
-				.iov = s * per};
+				.tmp = q->tmp_name, .result = &q->result, .q = q, .arr = a};
 			io_ring_prep_write(r, s, q);
 			queued = true;
 			/* The caller's preparation of the next pages overlaps the
 			 * disk only if what is ready goes out now; without it the
 			 * chains go out together, in one system call. */
-			unsent += q->len;
+			unsent += fresh ? q->len : 0;
 			if (q->prepare && unsent >= IO_SUBMIT_BYTES) {
 				io_ring_submit(r, r->depth, true);
 				unsent = 0;
@@ -720,18 +825,24 @@ static size_t io_ring_write_stream(struct io_ring *r, struct io_write_req *reqs,
 		if (queued) {
 			io_ring_submit(r, r->depth, true);
 			/* A failed submit left some pages idle with their error. */
-			nfree = io_ring_idle_slots(r, &running);
+			nfree = io_ring_idle_slots(r, &running, &failed);
 		}
 		if (!running) {
-			if ((next >= n && !resume) || r->broken)
+			if (r->broken)
 				break;
-			if (!nfree && !resume) {
-				/* Every slot waits for its clean-up. */
+			if (failed && (!nfree || dry)) {
+				/* Every slot waits for its clean-up, or the feed waits
+				 * for the failed ones' (io_ring_may_take). */
 				io_ring_cleanup(r, r->depth);
-				nfree = io_ring_idle_slots(r, &running);
+				nfree = io_ring_idle_slots(r, &running, &failed);
+				continue;
 			}
+			if (dry && !resume)
+				break;
 			continue;
 		}
+		if (!nfree && !r->broken)
+			io_ring_write_ahead(r, st, failed);
 		/* One completion (waiting for it), then whatever else is ready,
 		 * then refill: one submit per round of completions. */
 		do {
@@ -743,10 +854,11 @@ static size_t io_ring_write_stream(struct io_ring *r, struct io_write_req *reqs,
 			struct io_ring_page *pg = &r->pages[s];
 			if (pg->state != IO_PG_RUN)
 				continue;
-			io_ring_write_cqe(r, s, step, res, &reqs[pg->req]);
+			io_ring_write_cqe(r, s, step, res, pg->q);
 			running--;
 			if (pg->state == IO_PG_IDLE)
 				r->free_slots[nfree++] = s;
+			failed += pg->state == IO_PG_FAILED;
 			resume += pg->state == IO_PG_RESUME;
 		} while (running && io_uring_cq_ready(&r->ring));
 		if (rc)
@@ -761,7 +873,7 @@ static size_t io_ring_write_stream(struct io_ring *r, struct io_write_req *reqs,
 		}
 	}
 	io_ring_cleanup(r, r->depth);
-	return next;
+	io_ring_release(r, st, true);
 }
 
 /* ---- reads: streamed, a slot refilled as soon as its chain is done ---- */
@@ -769,7 +881,8 @@ static size_t io_ring_write_stream(struct io_ring *r, struct io_write_req *reqs,
 static void io_ring_prep_read(struct io_ring *r, unsigned i, const struct io_read_req *q)
 {
 	struct io_ring_page *pg = &r->pages[i];
-	struct iovec *iov = r->iovs + pg->iov;
+	/* The slot's iovecs hold q->iovcnt + 1 (io_ring_read_stream). */
+	struct iovec *iov = r->slot_iov[i].v;
 	memcpy(iov, q->iov, q->iovcnt * sizeof(*iov));
 	iov[q->iovcnt] = (struct iovec){.iov_base = r->scratch, .iov_len = IO_SCRATCH};
 	pg->sqe_first = r->ring.sq.sqe_tail;
@@ -791,10 +904,10 @@ static void io_ring_prep_read(struct io_ring *r, unsigned i, const struct io_rea
 
 /* One completion of page i's read chain; returns true when its request
  * is finished (its result is set, its slot idle or due for clean-up). */
-static bool io_ring_read_cqe(struct io_ring *r, unsigned i, unsigned step, int res,
-			     struct io_read_req *q)
+static bool io_ring_read_cqe(struct io_ring *r, unsigned i, unsigned step, int res)
 {
 	struct io_ring_page *pg = &r->pages[i];
+	struct io_read_req *q = pg->q;
 	if (step == IO_STEP_OPEN) {
 		/* A failed open cancels read and close without a CQE; nothing is
 		 * open. (A successful open posts nothing.) */
@@ -813,9 +926,11 @@ static bool io_ring_read_cqe(struct io_ring *r, unsigned i, unsigned step, int r
 		pg->res = res;
 		pg->got_read = true;
 		/* The bytes are in place once the read posts; its close only
-		 * frees the slot. */
-		if (q->arrived && io_read_result(res, q->len) == 0)
-			r->arrivals[r->narrivals++] = pg->req;
+		 * frees the slot. The array stays held until the hook ran. */
+		if (q->arrived && io_read_result(res, q->len) == 0) {
+			r->arrivals[r->narrivals++] = (struct io_arrival){q, pg->arr};
+			pg->arr->holds++;
+		}
 	} else if (step == IO_STEP_CLOSE) {
 		pg->got_close = true;
 		if (res < 0) {
@@ -834,71 +949,69 @@ static bool io_ring_read_cqe(struct io_ring *r, unsigned i, unsigned step, int r
  * batch's reads in one burst, and their checksums (memory-bound, ~30 us per
  * cold 512 KiB object) taken before the refill would leave it idle
  * meanwhile. */
-static void io_ring_arrivals_run(struct io_ring *r, struct io_read_req *reqs)
+static void io_ring_arrivals_run(struct io_ring *r, struct io_stream *st)
 {
 	for (unsigned i = 0; i < r->narrivals; i++) {
-		struct io_read_req *q = &reqs[r->arrivals[i]];
-		q->arrived(q->arg);
+		struct io_arrival *v = &r->arrivals[i];
+		v->q->arrived(v->q->arg);
+		io_arr_put(st, v->arr);
 	}
 	r->narrivals = 0;
 }
 
 /*
- * Read requests [next, n) keeping up to depth chains in flight: each slot
- * gets the next request as soon as its chain has posted everything, so the
- * disk never waits for the slowest page of a chunk (fio's way). Returns
- * the first request not started: n, or less when the ring broke (the
+ * Read the stream's requests keeping up to depth chains in flight: each
+ * slot gets the next request as soon as its chain has posted everything,
+ * so the disk never waits for the slowest page (fio's way), and the feed
+ * is asked for more as soon as there is room. Returns when the feed has
+ * nothing more and nothing is in flight, or when the ring broke (the
  * caller goes on with another ring).
  */
-static size_t io_ring_read_stream(struct io_ring *r, struct io_read_req *reqs, size_t n,
-				  size_t next)
+static void io_ring_read_stream(struct io_ring *r, struct io_stream *st)
 {
-	r->gen++;
-	unsigned per = 1; /* iovecs per slot: the request's and the scratch block */
-	for (size_t i = next; i < n; i++)
-		if (reqs[i].result == IO_PENDING && reqs[i].iovcnt + 1 > per)
-			per = reqs[i].iovcnt + 1;
-	int rc = io_ring_iovs_reserve(r, (size_t)per * r->depth);
-	if (rc) {
-		for (size_t i = next; i < n; i++)
-			if (reqs[i].result == IO_PENDING)
-				reqs[i].result = rc;
-		return n;
-	}
-	for (unsigned s = 0; s < r->depth; s++)
-		r->pages[s] = (struct io_ring_page){.state = IO_PG_IDLE, .dirfd = -1};
-	unsigned running;
-	unsigned nfree = io_ring_idle_slots(r, &running);
+	io_ring_stream_begin(r);
+	unsigned running, failed;
+	unsigned nfree = io_ring_idle_slots(r, &running, &failed);
+	int rc = 0;
 	for (;;) {
-		bool queued = false;
-		while (nfree && next < n && !r->broken) {
-			struct io_read_req *q = &reqs[next];
-			if (q->result != IO_PENDING) {
-				next++;
+		io_ring_release(r, st, false);
+		bool queued = false, dry = false;
+		while (nfree && !r->broken) {
+			struct io_arr *a;
+			struct io_read_req *q;
+			if (!io_ring_may_take(st, failed) || !(q = io_stream_next_req(st, &a))) {
+				dry = true;
+				break;
+			}
+			unsigned s = r->free_slots[nfree - 1];
+			if (!io_slot_iovs(r, s, q->iovcnt + 1)) {
+				q->result = -ENOMEM;
+				io_arr_put(st, a);
 				continue;
 			}
-			unsigned s = r->free_slots[--nfree];
+			nfree--;
 			r->pages[s] = (struct io_ring_page){.state = IO_PG_IDLE, .dirfd = -1,
-							    .result = &q->result, .req = next,
-							    .iov = s * per};
+							    .result = &q->result, .q = q, .arr = a};
 			io_ring_prep_read(r, s, q);
-			next++;
 			queued = true;
 		}
 		if (queued) {
 			io_ring_submit(r, r->depth, true);
 			/* A failed submit left some pages idle with their error. */
-			nfree = io_ring_idle_slots(r, &running);
+			nfree = io_ring_idle_slots(r, &running, &failed);
 		}
-		io_ring_arrivals_run(r, reqs);
+		io_ring_arrivals_run(r, st);
 		if (!running) {
-			if (next >= n || r->broken)
+			if (r->broken)
 				break;
-			if (!nfree) {
-				/* Every slot waits for its clean-up (failed closes). */
+			if (failed && (!nfree || dry)) {
+				/* Failed closes wait for their clean-up. */
 				io_ring_cleanup(r, r->depth);
-				nfree = io_ring_idle_slots(r, &running);
+				nfree = io_ring_idle_slots(r, &running, &failed);
+				continue;
 			}
+			if (dry)
+				break;
 			continue;
 		}
 		/* One completion (waiting for it), then whatever else is ready,
@@ -913,10 +1026,11 @@ static size_t io_ring_read_stream(struct io_ring *r, struct io_read_req *reqs, s
 			struct io_ring_page *pg = &r->pages[s];
 			if (pg->state != IO_PG_RUN)
 				continue;
-			if (io_ring_read_cqe(r, s, step, res, &reqs[pg->req])) {
+			if (io_ring_read_cqe(r, s, step, res)) {
 				running--;
 				if (pg->state == IO_PG_IDLE)
 					r->free_slots[nfree++] = s;
+				failed += pg->state == IO_PG_FAILED;
 			}
 		} while (running && io_uring_cq_ready(&r->ring));
 		if (rc) {
@@ -931,67 +1045,38 @@ static size_t io_ring_read_stream(struct io_ring *r, struct io_read_req *reqs, s
 		}
 	}
 	/* Reads that arrived before the ring failed hold their bytes. */
-	io_ring_arrivals_run(r, reqs);
+	io_ring_arrivals_run(r, st);
 	for (unsigned s = 0; s < r->depth; s++) {
 		/* A cut read chain may have opened its slot. */
 		if (r->pages[s].state == IO_PG_CUT)
 			r->pages[s].clean_close = true;
 	}
 	io_ring_cleanup(r, r->depth);
-	return next;
+	io_ring_release(r, st, true);
 }
 
-/* ---- batches: all on one ring while it works ---- */
+/* ---- streams: all on one ring while it works ---- */
 
-/* Runs requests [next, n) of a batch, or as many as it can on r; returns
- * the first request not started. Requests are reached by size, their result
- * by offset, so that one loop serves both directions. */
-typedef size_t (*io_run_fn)(struct io_ring *r, void *reqs, size_t n, size_t next);
-
-static size_t io_write_run(struct io_ring *r, void *reqs, size_t n, size_t next)
-{
-	return io_ring_write_stream(r, reqs, n, next);
-}
-
-static size_t io_read_run(struct io_ring *r, void *reqs, size_t n, size_t next)
-{
-	return io_ring_read_stream(r, reqs, n, next);
-}
-
-static int io_ring_pool_run(struct io_ring_pool *p, void *reqs, size_t n, size_t req_size,
-			    size_t result_off, io_run_fn run_fn)
+int io_ring_pool_stream(struct io_ring_pool *p, struct io_stream *s)
 {
 	struct io_ring *r;
 	int rc = io_ring_get(p, &r);
 	if (rc)
 		return rc;
-	for (size_t next = 0; next < n;) {
-		if (r->broken) {
-			io_ring_put(p, r);
-			rc = io_ring_get(p, &r);
-			if (rc) {
-				for (size_t i = next; i < n; i++) {
-					int *res = (int *)((char *)reqs + i * req_size + result_off);
-					if (*res == IO_PENDING)
-						*res = rc;
-				}
-				return 0;
-			}
+	for (;;) {
+		if (s->write)
+			io_ring_write_stream(r, s);
+		else
+			io_ring_read_stream(r, s);
+		if (!r->broken)
+			break;
+		io_ring_put(p, r);
+		rc = io_ring_get(p, &r);
+		if (rc) {
+			io_stream_fail_rest(s, rc);
+			return 0;
 		}
-		next = run_fn(r, reqs, n, next);
 	}
 	io_ring_put(p, r);
 	return 0;
-}
-
-int io_ring_pool_write(struct io_ring_pool *p, struct io_write_req *reqs, size_t n)
-{
-	return io_ring_pool_run(p, reqs, n, sizeof(*reqs), offsetof(struct io_write_req, result),
-				io_write_run);
-}
-
-int io_ring_pool_read(struct io_ring_pool *p, struct io_read_req *reqs, size_t n)
-{
-	return io_ring_pool_run(p, reqs, n, sizeof(*reqs), offsetof(struct io_read_req, result),
-				io_read_run);
 }

@@ -23,14 +23,24 @@ struct store_obj {
 	size_t len;              /* object bytes: image length, expected size */
 	/* Per-object hooks, used only by a backend with object_hooks (the
 	 * store does the same work itself around other backends' calls):
-	 * put calls prepare(hook_arg) once right before it writes the object
-	 * (a negative return is the result, nothing is written); get calls
+	 * put calls prepare(hook_arg) once before it writes the object, while
+	 * objects before it are being written (a negative return is the
+	 * result, nothing is written); get calls
 	 * arrived(hook_arg) once when the object was read whole. Either may
 	 * run on another thread, alongside the other objects' hooks. */
 	int (*prepare)(void *arg);
 	void (*arrived)(void *arg);
 	void *hook_arg;
 	int result;              /* out: see each op */
+};
+
+/* A stream of object arrays for put_feed/get_feed: next() gives the next
+ * array (0: none now; it may be asked again while objects are in flight),
+ * done() hands each array back once its results are final and its hooks
+ * have run, in any order, exactly once. Both run on the calling thread. */
+struct store_feed {
+	size_t (*next)(struct store_feed *f, struct store_obj **objs);
+	void (*done)(struct store_feed *f, struct store_obj *objs, size_t n);
 };
 
 struct store_backend_ops {
@@ -55,6 +65,11 @@ struct store_backend_ops {
 	int (*put)(void *be, struct store_obj *objs, size_t n);
 	/* Read exactly len bytes: 0, -ENOENT, -ENODATA/-EFBIG (wrong size), -errno. */
 	int (*get)(void *be, struct store_obj *objs, size_t n);
+	/* put and get over a feed, with no drain between its arrays (the disk
+	 * stays busy while the store checks one array and makes the next).
+	 * NULL: the store calls put/get one array at a time. */
+	int (*put_feed)(void *be, struct store_feed *f);
+	int (*get_feed)(void *be, struct store_feed *f);
 	/* result 0 when the object exists with size len, else -ENOENT; with
 	 * stop_at_miss later objects are not looked at. Returns leading hits. */
 	int64_t (*exists)(void *be, struct store_obj *objs, size_t n, bool stop_at_miss);

@@ -338,29 +338,60 @@ static void kick_cleaner(struct file_be *fb)
 	pthread_mutex_unlock(&fb->lock);
 }
 
-static int file_put(void *p, struct store_obj *objs, size_t n)
+/* One array of objects on its way through the I/O engine: the requests
+ * follow this header in the same allocation, then their names. */
+struct file_batch {
+	struct store_obj *objs;
+	size_t n;
+	bool write;
+};
+
+static void *file_batch_reqs(struct file_batch *b)
 {
-	struct file_be *fb = p;
-	struct io_write_req *reqs = calloc(n, sizeof(*reqs));
-	char (*paths)[FILE_PATH_MAX] = malloc(n * sizeof(*paths));
-	char (*tmps)[TMP_NAME_MAX] = malloc(n * sizeof(*tmps));
-	if (!reqs || !paths || !tmps) {
-		free(reqs);
-		free(paths);
-		free(tmps);
-		return fail_all(objs, n, -ENOMEM);
-	}
+	return b + 1;
+}
+
+static struct file_batch *file_batch_of(void *reqs)
+{
+	return (struct file_batch *)reqs - 1;
+}
+
+/* The engine's requests for objs[0..n), or NULL without memory. */
+static struct file_batch *file_batch_new(struct file_be *fb, struct store_obj *objs, size_t n,
+					 bool write)
+{
+	size_t req = write ? sizeof(struct io_write_req) : sizeof(struct io_read_req);
+	size_t names = write ? FILE_PATH_MAX + TMP_NAME_MAX : FILE_PATH_MAX;
+	struct file_batch *b = calloc(1, sizeof(*b) + n * (req + names));
+	if (!b)
+		return NULL;
+	*b = (struct file_batch){objs, n, write};
+	char (*paths)[FILE_PATH_MAX] = (void *)((char *)file_batch_reqs(b) + n * req);
+	char (*tmps)[TMP_NAME_MAX] = (void *)(paths + n);
 	bool direct = atomic_load(&fb->direct);
 	for (size_t i = 0; i < n; i++) {
+		path_of(&objs[i], paths[i]);
+		if (!write) {
+			((struct io_read_req *)file_batch_reqs(b))[i] = (struct io_read_req){
+				.dirfd = dirfd_of(fb, &objs[i]),
+				.name = paths[i],
+				.iov = objs[i].iov,
+				.iovcnt = objs[i].iovcnt,
+				.len = objs[i].len,
+				.direct = direct,
+				.arrived = objs[i].arrived,
+				.arg = objs[i].hook_arg,
+			};
+			continue;
+		}
 		char bucket[3];
 		hc_key_bucket_hex(objs[i].route, bucket);
-		path_of(&objs[i], paths[i]);
 		/* Short, unique temp names: a crashed writer's leftovers never
 		 * collide with a new one (pid, sequence), and fsck knows them. */
 		snprintf(tmps[i], TMP_NAME_MAX, "%s/.tmp.%016llx.%d.%llu", bucket,
 			 (unsigned long long)objs[i].route, (int)fb->pid,
 			 (unsigned long long)atomic_fetch_add(&fb->seq, 1));
-		reqs[i] = (struct io_write_req){
+		((struct io_write_req *)file_batch_reqs(b))[i] = (struct io_write_req){
 			.dirfd = dirfd_of(fb, &objs[i]),
 			.tmp_name = tmps[i],
 			.final_name = paths[i],
@@ -373,51 +404,94 @@ static int file_put(void *p, struct store_obj *objs, size_t n)
 			.arg = objs[i].hook_arg,
 		};
 	}
-	int rc = io_write_batch(fb->io, reqs, n);
+	return b;
+}
+
+/* The results back into the objects; the batch is freed. */
+static void file_batch_end(struct file_be *fb, struct file_batch *b)
+{
 	uint64_t added = 0;
-	for (size_t i = 0; i < n; i++) {
-		objs[i].result = rc ? rc : reqs[i].result;
-		if (objs[i].result == 0)
-			added += objs[i].len;
+	for (size_t i = 0; i < b->n; i++) {
+		struct store_obj *o = &b->objs[i];
+		if (b->write) {
+			o->result = ((struct io_write_req *)file_batch_reqs(b))[i].result;
+			added += o->result == 0 ? o->len : 0;
+		} else {
+			o->result = ((struct io_read_req *)file_batch_reqs(b))[i].result;
+		}
 	}
-	atomic_fetch_add(&fb->used_bytes, added);
-	free(reqs);
-	free(paths);
-	free(tmps);
-	kick_cleaner(fb);
+	free(b);
+	if (added) {
+		atomic_fetch_add(&fb->used_bytes, added);
+		kick_cleaner(fb);
+	}
+}
+
+static int file_batch_run(struct file_be *fb, struct store_obj *objs, size_t n, bool write)
+{
+	struct file_batch *b = file_batch_new(fb, objs, n, write);
+	if (!b)
+		return fail_all(objs, n, -ENOMEM);
+	int rc = write ? io_write_batch(fb->io, file_batch_reqs(b), n)
+		       : io_read_batch(fb->io, file_batch_reqs(b), n);
+	file_batch_end(fb, b);
 	return rc;
+}
+
+static int file_put(void *p, struct store_obj *objs, size_t n)
+{
+	return file_batch_run(p, objs, n, true);
 }
 
 static int file_get(void *p, struct store_obj *objs, size_t n)
 {
-	struct file_be *fb = p;
-	struct io_read_req *reqs = calloc(n, sizeof(*reqs));
-	char (*paths)[FILE_PATH_MAX] = malloc(n * sizeof(*paths));
-	if (!reqs || !paths) {
-		free(reqs);
-		free(paths);
-		return fail_all(objs, n, -ENOMEM);
+	return file_batch_run(p, objs, n, false);
+}
+
+/* The store's feed of object arrays as the engine's feed of requests. */
+struct file_feed {
+	struct io_feed io;
+	struct store_feed *objs;
+	struct file_be *fb;
+	bool write;
+};
+
+static size_t file_feed_next(struct io_feed *f, void **reqs)
+{
+	struct file_feed *ff = (struct file_feed *)f;
+	struct store_obj *objs;
+	size_t n;
+	while ((n = ff->objs->next(ff->objs, &objs))) {
+		struct file_batch *b = file_batch_new(ff->fb, objs, n, ff->write);
+		if (b) {
+			*reqs = file_batch_reqs(b);
+			return n;
+		}
+		fail_all(objs, n, -ENOMEM);
+		ff->objs->done(ff->objs, objs, n);
 	}
-	bool direct = atomic_load(&fb->direct);
-	for (size_t i = 0; i < n; i++) {
-		path_of(&objs[i], paths[i]);
-		reqs[i] = (struct io_read_req){
-			.dirfd = dirfd_of(fb, &objs[i]),
-			.name = paths[i],
-			.iov = objs[i].iov,
-			.iovcnt = objs[i].iovcnt,
-			.len = objs[i].len,
-			.direct = direct,
-			.arrived = objs[i].arrived,
-			.arg = objs[i].hook_arg,
-		};
-	}
-	int rc = io_read_batch(fb->io, reqs, n);
-	for (size_t i = 0; i < n; i++)
-		objs[i].result = rc ? rc : reqs[i].result;
-	free(reqs);
-	free(paths);
-	return rc;
+	return 0;
+}
+
+static void file_feed_done(struct io_feed *f, void *reqs, size_t n)
+{
+	struct file_feed *ff = (struct file_feed *)f;
+	struct file_batch *b = file_batch_of(reqs);
+	struct store_obj *objs = b->objs;
+	file_batch_end(ff->fb, b);
+	ff->objs->done(ff->objs, objs, n);
+}
+
+static int file_put_feed(void *p, struct store_feed *f)
+{
+	struct file_feed ff = {{file_feed_next, file_feed_done}, f, p, true};
+	return io_write_feed(((struct file_be *)p)->io, &ff.io);
+}
+
+static int file_get_feed(void *p, struct store_feed *f)
+{
+	struct file_feed ff = {{file_feed_next, file_feed_done}, f, p, false};
+	return io_read_feed(((struct file_be *)p)->io, &ff.io);
 }
 
 static int64_t file_exists(void *p, struct store_obj *objs, size_t n, bool stop_at_miss)
@@ -551,6 +625,8 @@ const struct store_backend_ops store_file_ops = {
 	.engine = file_engine,
 	.put = file_put,
 	.get = file_get,
+	.put_feed = file_put_feed,
+	.get_feed = file_get_feed,
 	.exists = file_exists,
 	.remove = file_remove,
 };

@@ -3,9 +3,11 @@
  * trailer checks and statistics, over a backend ops table.
  *
  * A transfer is flattened into "page entries" (pool context, key, host
- * page, result slot) and processed in chunks; each chunk is one backend
- * call, so a v2 call over kv + mamba + swa is one io_uring submission per
- * chunk, not one per pool.
+ * page, result slot) and processed in chunks of at most CHUNK_OBJS objects
+ * (one work area each). The chunks are fed to the backend as one stream
+ * (put_feed/get_feed): a v2 call over kv + mamba + swa is one io_uring
+ * stream, not one per pool, and the disk keeps io_depth pages in flight
+ * from one chunk to the next, and from one started call to the next.
  *
  *   set:  exists(objects) -> build images of the missing ones -> put
  *   get:  get(objects into pool memory or bounce slots) -> check trailer
@@ -13,9 +15,9 @@
  *
  * With a backend that has per-object hooks (the file backend), the work
  * around the I/O moves into them and overlaps the disk: put looks each
- * object up and builds its image right before that object is written
- * (set_prepare), get checks each object as it arrives (get_arrived) while
- * the rest of the chunk is still being read. Other backends get the same
+ * object up and builds its image while the objects before it are being
+ * written (set_prepare), get checks each object as it arrives
+ * (get_arrived) while the next ones are being read. Other backends get the same
  * steps around their calls, one chunk at a time.
  *
  * An object image (store/format.h) is payload | zero pad | trailer block.
@@ -115,9 +117,16 @@ struct obj_job {
 	int verdict;         /* 0 or -EBADMSG */
 };
 
-/* Scratch of one call; cached across calls. */
+/* Scratch of one chunk while it is on its way; cached across chunks. */
 struct work {
 	struct work *next;
+	/* the chunk: entries [from, to) of op */
+	struct hc_store_op *op;
+	size_t from, to;
+	size_t nobj;
+	size_t ntodo;            /* set: objects to write, in batch */
+	struct store_obj *todo[CHUNK_OBJS];
+	struct store_obj batch[CHUNK_OBJS];
 	char (*names)[HC_NAME_MAX];
 	struct store_obj objs[CHUNK_OBJS];
 	struct obj_job jobs[CHUNK_OBJS];
@@ -729,10 +738,11 @@ static size_t chunk_end(const struct entry *e, size_t from, size_t n, size_t *bo
 	return i;
 }
 
-/* Give the store's first work the bounce slots of a full chunk of c's
- * pages, so that the first transfer does not fault them in (a THP fault
- * may compact memory: the first 2 MiB bounce set of a run spent ~0.9 ms
- * per page in its gather, later ones ~0.2 ms). */
+/* Give the store's first two works (a stream has two chunks on their way
+ * while it goes from one to the next) the bounce slots of a full chunk of
+ * c's pages each, so that the first transfer does not fault them in (a THP
+ * fault may compact memory: the first 2 MiB bounce set of a run spent
+ * ~0.9 ms per page in its gather, later ones ~0.2 ms). */
 static int bounce_reserve(struct hc_store *st, struct store_ctx *c)
 {
 	struct entry e[CHUNK_OBJS];
@@ -740,11 +750,13 @@ static int bounce_reserve(struct hc_store *st, struct store_ctx *c)
 		e[i] = (struct entry){.ctx = c};
 	size_t bytes;
 	chunk_end(e, 0, CHUNK_OBJS, &bytes);
-	struct work *w = work_get(st);
-	if (!w)
-		return util_fail(-ENOMEM, "store: no memory for a transfer");
-	int rc = work_bounce(st, w, bytes);
-	work_put(st, w);
+	struct work *w[2] = {work_get(st), work_get(st)};
+	int rc = w[0] && w[1] ? 0 : util_fail(-ENOMEM, "store: no memory for a transfer");
+	for (int i = 0; i < 2 && !rc; i++)
+		rc = work_bounce(st, w[i], bytes);
+	for (int i = 2; i-- > 0;)
+		if (w[i])
+			work_put(st, w[i]);
 	return rc;
 }
 
@@ -825,7 +837,7 @@ static void build_image(const struct obj_job *j)
 	format_trailer_write(j->block, &t);
 }
 
-/* store_obj.prepare of a set, right before the object is written. Objects
+/* store_obj.prepare of a set, before the object is written. Objects
  * are immutable, so one that exists is not rewritten: the lookup and the
  * image are made here, one object at a time, while the objects before it
  * are already on their way to the disk. */
@@ -904,8 +916,10 @@ static void obj_job_init(struct hc_store *st, struct work *w, const struct entry
 	}
 }
 
-static int set_chunk(struct hc_store *st, struct work *w, struct entry *e, size_t from,
-		     size_t to, size_t bounce_bytes)
+/* The images and the objects to write of entries [from, to) into w:
+ * w->batch[0..w->ntodo). */
+static int set_chunk_build(struct hc_store *st, struct work *w, struct entry *e, size_t from,
+			   size_t to, size_t bounce_bytes)
 {
 	size_t nobj = name_chunk(w, e, from, to);
 	int rc = work_bounce(st, w, bounce_bytes);
@@ -926,7 +940,7 @@ static int set_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 		for (size_t b = 0; b < nbig; b++)
 			big[b]->result = found[b] ? 0 : -ENOENT;
 	}
-	struct store_obj *todo[CHUNK_OBJS];
+	struct store_obj **todo = w->todo;
 	size_t ntodo = 0, k = 0, slot_off = 0;
 	for (size_t i = from; i < to; i++) {
 		struct store_ctx *c = e[i].ctx;
@@ -950,13 +964,19 @@ static int set_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 		}
 	}
 	/* The backend takes a contiguous array: compact the ones to write. */
-	struct store_obj batch[CHUNK_OBJS];
 	for (size_t j = 0; j < ntodo; j++)
-		batch[j] = *todo[j];
-	if (ntodo)
-		st->ops->put(st->be, batch, ntodo);
+		w->batch[j] = *todo[j];
+	w->ntodo = ntodo;
+	return 0;
+}
+
+/* After the put of w->batch: the pages' results and statistics. */
+static void set_chunk_finish(struct hc_store *st, struct work *w, struct entry *e)
+{
+	struct store_obj **todo = w->todo;
+	size_t ntodo = w->ntodo, from = w->from, to = w->to, k;
 	for (size_t j = 0; j < ntodo; j++)
-		todo[j]->result = batch[j].result;
+		todo[j]->result = w->batch[j].result;
 	/* A small object written without a lookup that failed may exist all
 	 * the same (a read-only store, a full disk): that is no failure. */
 	struct store_obj *failed[CHUNK_OBJS];
@@ -997,7 +1017,6 @@ static int set_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 		if (wrote)
 			stat_add(c, st, STAT(bytes_written), bytes);
 	}
-	return 0;
 }
 
 /* Check a fetched object; returns 0 or -EBADMSG. *damaged is set when the
@@ -1047,8 +1066,10 @@ static void get_arrived(void *arg)
 	get_check(arg);
 }
 
-static int get_chunk(struct hc_store *st, struct work *w, struct entry *e, size_t from, size_t to,
-		     size_t bounce_bytes)
+/* The objects of entries [from, to) into w->objs[0..w->nobj), each
+ * checked by its arrived hook (backends with hooks) or by the finish. */
+static int get_chunk_build(struct hc_store *st, struct work *w, struct entry *e, size_t from,
+			   size_t to, size_t bounce_bytes)
 {
 	size_t nobj = name_chunk(w, e, from, to);
 	int rc = work_bounce(st, w, bounce_bytes);
@@ -1070,8 +1091,14 @@ static int get_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 			}
 		}
 	}
-	st->ops->get(st->be, w->objs, nobj);
+	w->nobj = nobj;
+	return 0;
+}
 
+/* After the get of w->objs: checks left, results, statistics, healing. */
+static void get_chunk_finish(struct hc_store *st, struct work *w, struct entry *e)
+{
+	size_t from = w->from, to = w->to, k;
 	/* Broken objects are removed, so the next set of the page heals it
 	 * (objects are never overwritten in place). */
 	struct store_obj heal[CHUNK_OBJS];
@@ -1113,7 +1140,6 @@ static int get_chunk(struct hc_store *st, struct work *w, struct entry *e, size_
 	}
 	if (nheal)
 		st->ops->remove(st->be, heal, nheal);
-	return 0;
 }
 
 enum transfer_op { OP_SET, OP_GET };
@@ -1130,34 +1156,6 @@ static size_t drop_skipped_writes(struct entry *e, size_t n)
 			e[m++] = e[i];
 	}
 	return m;
-}
-
-/* Move entries e[0..n) (one direction) in chunks. A whole-chunk error
- * (no memory) is returned, and becomes the result of every page from that
- * chunk on; *failed_from (may be NULL) says where that is (n: none). */
-static int execute(struct hc_store *st, struct entry *e, size_t n, enum transfer_op op,
-		   size_t *failed_from)
-{
-	int rc = 0;
-	size_t i = 0;
-	struct work *w = work_get(st);
-	if (!w)
-		rc = util_fail(-ENOMEM, "store: no memory for a transfer");
-	while (i < n && !rc) {
-		size_t bounce, end = chunk_end(e, i, n, &bounce);
-		rc = op == OP_SET ? set_chunk(st, w, e, i, end, bounce)
-				  : get_chunk(st, w, e, i, end, bounce);
-		if (!rc)
-			i = end;
-	}
-	if (w)
-		work_put(st, w);
-	if (failed_from)
-		*failed_from = rc ? i : n;
-	for (size_t j = i; rc && j < n; j++)
-		if (e[j].result && *e[j].result == -ENOENT)
-			*e[j].result = rc;
-	return rc;
 }
 
 static void stat_call(struct hc_store *st, struct store_ctx *const *ctxs, size_t nctx,
@@ -1226,17 +1224,19 @@ int64_t hc_store_get(struct hc_store *st, const struct hc_key *keys, size_t n,
 	return run_now(st, &t, 1, OP_GET, "hc_store_get");
 }
 
-/* ---- started operations ----
+/* ---- streams, and the started operations ----
+ *
+ * Every call, synchronous or started, is moved by a stream: chunks of its
+ * entries (a work area each) fed to the backend, which (put_feed/get_feed)
+ * keeps io_depth pages in flight across chunks, so the disk does not idle
+ * while a chunk's last pages are checked and the next chunk is made.
  *
  * hc_store_*_start plans the call on the caller's thread (so a bad call
  * fails there, as the synchronous one would) and queues it. One thread per
- * store takes the queue's head together with the same-direction ops queued
- * right behind it and moves all their entries as one stream; the caller
+ * store runs a stream that takes the queued ops in order while they go the
+ * same way; an op is over (and its waiter woken) as soon as its own pages
+ * are, while the stream goes on with the ops behind it. The caller
  * meanwhile prepares and starts the next ones. */
-
-/* Entries merged into one stream at most: a stream drains every
- * CHUNK_OBJS objects anyway, and this bounds the key-overlap checks. */
-#define ASYNC_GROUP_MAX (8 * CHUNK_OBJS)
 
 /* The outcome of one transfer of an op: its results, the caller's or ours. */
 struct op_out {
@@ -1245,48 +1245,59 @@ struct op_out {
 };
 
 struct hc_store_op {
-	struct hc_store_op *next;
+	struct hc_store_op *next; /* the queue */
+	struct hc_store_op *live_next; /* a stream's ops not over yet */
 	struct hc_store *st;
 	enum transfer_op dir;
 	struct entry *e; /* what is left to move (MLA skips taken out) */
 	size_t ne;
+	size_t left;     /* entries not over yet */
 	struct op_out *out; /* one per transfer */
 	size_t nout;
 	int *own;           /* results of the transfers that brought none */
 	struct store_ctx *touched[STORE_MAX_POOLS];
 	size_t ntouched;
 	uint64_t t0;
-	int rc; /* whole-stream error */
+	int rc; /* whole-call error */
 	bool done;
 };
 
-static void async_run_group(struct hc_store *st, struct hc_store_op *first, size_t total)
+struct stream {
+	struct store_feed feed;
+	struct hc_store *st;
+	enum transfer_op dir;
+	struct hc_store_op *cur; /* the op being cut into chunks */
+	size_t pos;              /* its next entry */
+	bool queue;              /* takes more ops from the store's queue */
+	struct hc_store_op *live; /* ops taken and not over */
+};
+
+/* Op o's entries are all over: counted, and its waiter (if any) woken; o
+ * may be freed by the waiter from then on. */
+static void op_over(struct stream *s, struct hc_store_op *o)
 {
-	struct entry *all = first->e;
-	bool merged = first->next != NULL;
-	if (merged && !(all = malloc(total * sizeof(*all)))) {
-		/* No memory to merge: one after another, as separate calls. */
-		for (struct hc_store_op *o = first; o; o = o->next)
-			o->rc = execute(st, o->e, o->ne, o->dir, NULL);
-	} else {
-		size_t k = 0;
-		for (struct hc_store_op *o = first; merged && o; o = o->next) {
-			memcpy(all + k, o->e, o->ne * sizeof(*all));
-			k += o->ne;
+	stat_call(s->st, o->touched, o->ntouched, o->dir, o->t0);
+	if (s->cur == o)
+		s->cur = NULL;
+	if (!s->queue)
+		return;
+	for (struct hc_store_op **p = &s->live; *p; p = &(*p)->live_next) {
+		if (*p == o) {
+			*p = o->live_next;
+			break;
 		}
-		size_t failed_from;
-		int rc = execute(st, all, total, first->dir, &failed_from);
-		/* A whole-chunk error is the outcome only of the ops it reached. */
-		k = 0;
-		for (struct hc_store_op *o = first; o; o = o->next) {
-			o->rc = k + o->ne > failed_from ? rc : 0;
-			k += o->ne;
-		}
-		if (merged)
-			free(all);
 	}
-	for (struct hc_store_op *o = first; o; o = o->next)
-		stat_call(st, o->touched, o->ntouched, o->dir, o->t0);
+	pthread_mutex_lock(&s->st->async_lock);
+	o->done = true;
+	pthread_cond_broadcast(&s->st->async_done);
+	pthread_mutex_unlock(&s->st->async_lock);
+}
+
+static void op_entries_over(struct stream *s, struct hc_store_op *o, size_t k)
+{
+	o->left -= k;
+	if (!o->left)
+		op_over(s, o);
 }
 
 static bool same_page(const struct entry *a, const struct entry *b)
@@ -1294,25 +1305,26 @@ static bool same_page(const struct entry *a, const struct entry *b)
 	return a->ctx == b->ctx && !memcmp(a->key, b->key, sizeof(*a->key));
 }
 
-/* Whether op o sets a page (pool and key) that an op of the group
- * [first, o) sets too. Merged, both objects would be written at once, and
- * which one stays (page by page, even object by object) would be the
- * race's: o is left to a stream after theirs instead, as if their calls
- * had returned. */
-static bool keys_overlap(const struct hc_store_op *first, const struct hc_store_op *o)
+/* Whether op o sets a page (pool and key) that a live op sets too. Both
+ * objects would be written at once, and which one stays (page by page,
+ * even object by object) would be the race's: o waits for a stream after
+ * theirs instead, as if their calls had returned. */
+static bool keys_overlap(const struct hc_store_op *live, const struct hc_store_op *o)
 {
 	size_t before = 0;
-	for (const struct hc_store_op *p = first; p != o; p = p->next)
+	for (const struct hc_store_op *p = live; p; p = p->live_next)
 		before += p->ne;
-	/* Open addressing over the group's keys; 2x room, at least 64 slots. */
+	if (!before)
+		return false;
+	/* Open addressing over the live keys; 2x room, at least 64 slots. */
 	size_t cap = 64;
 	while (cap < 2 * before)
 		cap <<= 1;
 	const struct entry **slot = calloc(cap, sizeof(*slot));
 	if (!slot)
-		return true; /* not merging is always correct */
+		return true; /* waiting is always correct */
 	bool hit = false;
-	for (const struct hc_store_op *p = first; p != o; p = p->next)
+	for (const struct hc_store_op *p = live; p; p = p->live_next)
 		for (size_t i = 0; i < p->ne; i++) {
 			size_t h;
 			memcpy(&h, p->e[i].key->bytes, sizeof(h));
@@ -1330,6 +1342,129 @@ static bool keys_overlap(const struct hc_store_op *first, const struct hc_store_
 	return hit;
 }
 
+/* The queue's head becomes the stream's op if it goes the stream's way
+ * (and, for a set, writes no page a live op writes); false if not. */
+static bool stream_take_op(struct stream *s)
+{
+	s->cur = NULL;
+	if (!s->queue)
+		return false;
+	struct hc_store *st = s->st;
+	pthread_mutex_lock(&st->async_lock);
+	struct hc_store_op *o = st->async_head;
+	if (o && o->dir == s->dir && (o->dir == OP_GET || !keys_overlap(s->live, o))) {
+		st->async_head = o->next;
+		if (!st->async_head)
+			st->async_tail = NULL;
+		o->next = NULL;
+	} else {
+		o = NULL;
+	}
+	pthread_mutex_unlock(&st->async_lock);
+	if (!o)
+		return false;
+	o->left = o->ne;
+	o->live_next = s->live;
+	s->live = o;
+	s->cur = o;
+	s->pos = 0;
+	if (!o->ne)
+		op_over(s, o);
+	return true;
+}
+
+/* The entries of op o from `from` on fail with rc (a whole-chunk error,
+ * no memory): the call's outcome, and every page's that had none. */
+static void op_fail_rest(struct stream *s, struct hc_store_op *o, size_t from, int rc)
+{
+	for (size_t j = from; j < o->ne; j++)
+		if (o->e[j].result && *o->e[j].result == -ENOENT)
+			*o->e[j].result = rc;
+	o->rc = rc;
+	s->pos = o->ne;
+	op_entries_over(s, o, o->ne - from);
+}
+
+static struct work *work_of(struct store_obj *objs, enum transfer_op dir)
+{
+	size_t off = dir == OP_SET ? offsetof(struct work, batch) : offsetof(struct work, objs);
+	return (struct work *)((char *)objs - off);
+}
+
+static void stream_done(struct store_feed *f, struct store_obj *objs, size_t n)
+{
+	(void)n;
+	struct stream *s = (struct stream *)f;
+	struct work *w = work_of(objs, s->dir);
+	struct hc_store_op *o = w->op;
+	if (s->dir == OP_SET)
+		set_chunk_finish(s->st, w, o->e);
+	else
+		get_chunk_finish(s->st, w, o->e);
+	size_t k = w->to - w->from;
+	work_put(s->st, w);
+	op_entries_over(s, o, k);
+}
+
+/* The next chunk: of the current op, else of the next op it may take. */
+static size_t stream_next(struct store_feed *f, struct store_obj **objs)
+{
+	struct stream *s = (struct stream *)f;
+	struct hc_store *st = s->st;
+	for (;;) {
+		struct hc_store_op *o = s->cur;
+		if (!o || s->pos == o->ne) {
+			if (!stream_take_op(s))
+				return 0;
+			continue;
+		}
+		size_t bounce, from = s->pos, end = chunk_end(o->e, from, o->ne, &bounce);
+		struct work *w = work_get(st);
+		int rc = !w ? util_fail(-ENOMEM, "store: no memory for a transfer")
+		       : s->dir == OP_SET ? set_chunk_build(st, w, o->e, from, end, bounce)
+					  : get_chunk_build(st, w, o->e, from, end, bounce);
+		if (rc) {
+			if (w)
+				work_put(st, w);
+			op_fail_rest(s, o, from, rc);
+			continue;
+		}
+		w->op = o;
+		w->from = from;
+		w->to = end;
+		s->pos = end;
+		size_t n = s->dir == OP_SET ? w->ntodo : w->nobj;
+		struct store_obj *arr = s->dir == OP_SET ? w->batch : w->objs;
+		if (!n) { /* every object of the chunk exists already */
+			stream_done(f, arr, 0);
+			continue;
+		}
+		*objs = arr;
+		return n;
+	}
+}
+
+/* Moves the stream's ops (one direction) until it has none left. */
+static void stream_run(struct stream *s)
+{
+	const struct store_backend_ops *ops = s->st->ops;
+	s->feed = (struct store_feed){stream_next, stream_done};
+	int (*feed)(void *, struct store_feed *) = s->dir == OP_SET ? ops->put_feed : ops->get_feed;
+	if (feed) {
+		feed(s->st->be, &s->feed);
+		return;
+	}
+	struct store_obj *objs;
+	size_t n;
+	while ((n = stream_next(&s->feed, &objs))) {
+		if (s->dir == OP_SET)
+			ops->put(s->st->be, objs, n);
+		else
+			ops->get(s->st->be, objs, n);
+		stream_done(&s->feed, objs, n);
+	}
+}
+
 static void *async_main(void *arg)
 {
 	struct hc_store *st = arg;
@@ -1339,27 +1474,10 @@ static void *async_main(void *arg)
 			pthread_cond_wait(&st->async_work, &st->async_lock);
 		if (!st->async_head)
 			break;
-		struct hc_store_op *first = st->async_head, *last = first;
-		size_t total = first->ne;
-		while (last->next && last->next->dir == first->dir &&
-		       total + last->next->ne <= ASYNC_GROUP_MAX &&
-		       (first->dir == OP_GET || !keys_overlap(first, last->next))) {
-			last = last->next;
-			total += last->ne;
-		}
-		st->async_head = last->next;
-		if (!st->async_head)
-			st->async_tail = NULL;
-		last->next = NULL;
+		struct stream s = {.st = st, .dir = st->async_head->dir, .queue = true};
 		pthread_mutex_unlock(&st->async_lock);
-		async_run_group(st, first, total);
+		stream_run(&s);
 		pthread_mutex_lock(&st->async_lock);
-		/* A waiter may free an op as soon as it is done. */
-		for (struct hc_store_op *o = first, *next; o; o = next) {
-			next = o->next;
-			o->done = true;
-		}
-		pthread_cond_broadcast(&st->async_done);
 	}
 	pthread_mutex_unlock(&st->async_lock);
 	return NULL;
@@ -1440,8 +1558,12 @@ static int64_t run_now(struct hc_store *st, struct hc_pool_transfer *t, size_t n
 	int rc = op_plan(st, t, nt, dir, &o, what);
 	if (rc)
 		return rc;
-	o->rc = execute(st, o->e, o->ne, dir, NULL);
-	stat_call(st, o->touched, o->ntouched, dir, o->t0);
+	struct stream s = {.st = st, .dir = dir, .cur = o};
+	o->left = o->ne;
+	if (o->ne)
+		stream_run(&s);
+	else
+		op_over(&s, o);
 	int64_t ret = op_outcome(o);
 	op_free(o);
 	return ret;
