@@ -111,7 +111,10 @@ HC_API const char *hc_store_io_engine(const struct hc_store *store);
  * otherwise, or a whole-call error (nothing written). */
 HC_API int hc_store_set(struct hc_store *store, const struct hc_key *keys, size_t n,
 			const uint64_t *pages, int *results);
-/* Read keys[i] into pages[i]. Returns the number of leading hits. */
+/* Read keys[i] into pages[i]. Returns the number of leading hits. A page
+ * that is not a hit may have been written all the same (a read that failed
+ * its checksum lands there, as in zero-copy mode it must): its content is
+ * unspecified. */
 HC_API int64_t hc_store_get(struct hc_store *store, const struct hc_key *keys, size_t n,
 			    const uint64_t *pages, int *results);
 /* Number of consecutive keys from the start whose pages exist. */

@@ -348,8 +348,9 @@ int hc_pool_page_segments(const struct hc_pool *pool, uint64_t page, struct hc_s
 }
 
 /* Copy one page between pool memory and flat bytes, either direction. */
+/* With sum (a scatter only), the flat bytes are also added to it. */
 static int page_copy(const struct hc_pool *pool, uint64_t page, uint8_t *flat, size_t len,
-		     bool to_flat, const char *what)
+		     bool to_flat, struct util_checksum_copy *sum, const char *what)
 {
 	if (!pool || !flat)
 		return util_fail(-EINVAL, "%s: NULL argument", what);
@@ -370,6 +371,8 @@ static int page_copy(const struct hc_pool *pool, uint64_t page, uint8_t *flat, s
 			uint8_t *mem = src + (uint64_t)r * b->layer_stride;
 			if (to_flat)
 				memcpy(flat, mem, run_len);
+			else if (sum)
+				util_checksum_copy_add(sum, mem, flat, run_len);
 			else
 				memcpy(mem, flat, run_len);
 			flat += run_len;
@@ -380,13 +383,21 @@ static int page_copy(const struct hc_pool *pool, uint64_t page, uint8_t *flat, s
 
 int hc_pool_gather(const struct hc_pool *pool, uint64_t page, void *dst, size_t len)
 {
-	return page_copy(pool, page, dst, len, true, "hc_pool_gather");
+	return page_copy(pool, page, dst, len, true, NULL, "hc_pool_gather");
 }
 
 int hc_pool_scatter(struct hc_pool *pool, uint64_t page, const void *src, size_t len)
 {
 	/* page_copy writes only pool memory when !to_flat. */
-	return page_copy(pool, page, (uint8_t *)(uintptr_t)src, len, false, "hc_pool_scatter");
+	return page_copy(pool, page, (uint8_t *)(uintptr_t)src, len, false, NULL,
+			 "hc_pool_scatter");
+}
+
+void pool_scatter_summed(struct hc_pool *pool, uint64_t page, const uint8_t *flat,
+			 struct util_checksum_copy *sum)
+{
+	page_copy(pool, page, (uint8_t *)(uintptr_t)flat, pool->page_bytes, false, sum,
+		  "pool_scatter_summed");
 }
 
 unsigned hc_pool_regions(const struct hc_pool *pool, struct hc_region *out, unsigned max)

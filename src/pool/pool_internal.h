@@ -41,4 +41,11 @@ struct hc_pool {
 	} geo;
 };
 
+struct util_checksum_copy;
+
+/* hc_pool_scatter of a whole flat page (page in range, not an anchor
+ * pool), its bytes added to sum as they are copied, in flat order. */
+void pool_scatter_summed(struct hc_pool *pool, uint64_t page, const uint8_t *flat,
+			 struct util_checksum_copy *sum);
+
 #endif

@@ -26,6 +26,15 @@ int util_fail(int rc, const char *fmt, ...) UTIL_PRINTF(2, 3);
 /* XXH3-64 of a payload, on the fastest code path this CPU has. */
 uint64_t util_checksum(const void *data, size_t len);
 
+/* util_checksum of bytes given in pieces, each copied to dst as it is
+ * hashed: block by block, so that the copy reads what the hash brought
+ * into the cache (one pass over cold memory instead of two). */
+struct util_checksum_copy;
+struct util_checksum_copy *util_checksum_copy_new(void); /* NULL: no memory */
+void util_checksum_copy_add(struct util_checksum_copy *c, void *dst, const void *src, size_t len);
+/* The checksum of every piece added; frees c. */
+uint64_t util_checksum_copy_end(struct util_checksum_copy *c);
+
 /* a * b into *out; false on overflow. */
 static inline bool util_mul(uint64_t a, uint64_t b, uint64_t *out)
 {

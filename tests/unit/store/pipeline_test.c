@@ -130,6 +130,72 @@ static void test_batch_bounce(void **state)
 	st_rmrf(dir);
 }
 
+/* Bounce pages of 1 MiB and more are checked while they are copied into
+ * the pool, block by block: layer_first (one run per layer and half, so
+ * the hash goes across runs) and page_first; damage in the first block and
+ * in the last one is a miss, the neighbours are whole. */
+static void check_large_bounce(enum hc_kv_layout layout)
+{
+	char dir[PATH_MAX];
+	st_mkdtemp(dir);
+	enum { LN = 6, BAD_FIRST = 1, BAD_LAST = 4 };
+	/* 4 layers x 2 halves x 8 tokens x 4 heads x 2048 x 2 bytes: 1 MiB. */
+	struct hc_kv_geometry g = {.layers = 4, .heads = 4, .head_dim = 2048, .elem_bytes = 2,
+				   .page_size = 8, .pages = 2 * LN, .layout = layout};
+	struct hc_pool *pool = st_kv_pool(&g);
+	size_t pb = hc_pool_page_bytes(pool);
+	assert_int_equal(pb, (size_t)1 << 20);
+	struct hc_store *st = st_open_file(dir, st_dir_supports_direct(dir), true, NULL);
+	assert_int_equal(hc_store_register_pool(st, "kv", pool, true), 0);
+	struct hc_key keys[LN];
+	st_keys(21, LN, 8, keys);
+	uint64_t slots[LN], back[LN];
+	int res[LN];
+	for (uint64_t i = 0; i < LN; i++) {
+		slots[i] = i;
+		back[i] = LN + i;
+		st_fill(pool, i, KV_ID, i);
+	}
+	assert_int_equal(hc_store_set(st, keys, LN, slots, NULL), 0);
+	char path[PATH_MAX];
+	st_obj_path(dir, &keys[BAD_FIRST], ST_SUFFIX, "", path);
+	st_flip(path, 10, 0x01);
+	st_obj_path(dir, &keys[BAD_LAST], ST_SUFFIX, "", path);
+	st_flip(path, (long long)pb - 1, 0x40);
+	for (uint64_t i = 0; i < LN; i++)
+		st_clear(pool, back[i]);
+	struct hc_store_stats a = st_stats(st, NULL);
+	assert_int_equal(hc_store_get(st, keys, LN, back, res), BAD_FIRST);
+	struct hc_store_stats b = st_stats(st, NULL);
+	for (int i = 0; i < LN; i++) {
+		int want = i == BAD_FIRST || i == BAD_LAST ? -EBADMSG : 0;
+		if (res[i] != want)
+			fail_msg("layout %d: page %d: result %d, expected %d", (int)layout, i,
+				 res[i], want);
+		if (!want)
+			st_assert_page(pool, back[i], KV_ID, (uint64_t)i);
+	}
+	assert_int_equal(b.corrupt - a.corrupt, 2);
+	/* Removed, and healed by the next set. */
+	assert_int_equal(st_file_size(path), -1);
+	assert_int_equal(hc_store_set(st, keys, LN, slots, NULL), 0);
+	for (uint64_t i = 0; i < LN; i++)
+		st_clear(pool, back[i]);
+	assert_int_equal(hc_store_get(st, keys, LN, back, res), LN);
+	for (uint64_t i = 0; i < LN; i++)
+		st_assert_page(pool, back[i], KV_ID, i);
+	hc_store_close(st);
+	hc_pool_destroy(pool);
+	st_rmrf(dir);
+}
+
+static void test_large_bounce_pages(void **state)
+{
+	(void)state;
+	check_large_bounce(HC_LAYOUT_LAYER_FIRST);
+	check_large_bounce(HC_LAYOUT_PAGE_FIRST);
+}
+
 int main(void)
 {
 	int rc = st_engine_check();
@@ -138,6 +204,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_batch_zero_copy),
 		cmocka_unit_test(test_batch_bounce),
+		cmocka_unit_test(test_large_bounce_pages),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
