@@ -198,6 +198,10 @@ struct hc_store_stats {
 	uint64_t set_latency_us[HC_STORE_LAT_BUCKETS];
 	uint64_t get_latency_us[HC_STORE_LAT_BUCKETS];
 	uint64_t exists_latency_us[HC_STORE_LAT_BUCKETS];
+	/* Objects of 256 KiB and more looked up before a set, to skip the
+	 * transfer of one that exists. Made only while recent sets found
+	 * enough objects existing (docs/PERFORMANCE.md). */
+	uint64_t set_lookups;
 };
 
 /* pool NULL: the whole store; else one registered pool. */

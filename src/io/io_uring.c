@@ -714,19 +714,11 @@ static void io_ring_write_cqe(struct io_ring *r, unsigned i, unsigned step, int 
 	}
 }
 
-/* The next request to write, prepared: one prepared ahead, else the
- * feed's next whose prepare succeeds (*fresh: its prepare ran just now).
- * NULL when there is none now. */
-static struct io_write_req *io_ring_write_take(struct io_stream *st, unsigned failed,
-					       struct io_arr **arr, bool *fresh)
+/* The feed's next request whose prepare succeeds; NULL when there is
+ * none now. */
+static struct io_write_req *io_ring_write_prepare(struct io_stream *st, unsigned failed,
+						  struct io_arr **arr)
 {
-	if (st->ready_head != st->ready_tail) {
-		struct io_taken *t = &st->ready[st->ready_head++];
-		*arr = t->arr;
-		*fresh = false;
-		return t->q;
-	}
-	*fresh = true;
 	struct io_write_req *q;
 	while (io_ring_may_take(st, failed) && (q = io_stream_next_req(st, arr))) {
 		int prc = q->prepare ? q->prepare(q->arg) : 0;
@@ -738,6 +730,19 @@ static struct io_write_req *io_ring_write_take(struct io_stream *st, unsigned fa
 	return NULL;
 }
 
+/* The next request to write, prepared: one prepared ahead, else the
+ * feed's next (*fresh: its prepare ran just now). */
+static struct io_write_req *io_ring_write_take(struct io_stream *st, unsigned failed,
+					       struct io_arr **arr, bool *fresh)
+{
+	*fresh = st->ready_head == st->ready_tail;
+	if (*fresh)
+		return io_ring_write_prepare(st, failed, arr);
+	struct io_taken *t = &st->ready[st->ready_head++];
+	*arr = t->arr;
+	return t->q;
+}
+
 /*
  * While every slot is busy, prepare the next requests (a store's lookups
  * and checksums), so that slots that free take them at once and go out in
@@ -747,8 +752,11 @@ static struct io_write_req *io_ring_write_take(struct io_stream *st, unsigned fa
  */
 static void io_ring_write_ahead(struct io_ring *r, struct io_stream *st, unsigned failed)
 {
-	if (st->ready_head == st->ready_tail)
-		st->ready_head = st->ready_tail = 0;
+	if (st->ready_head) {
+		st->ready_tail -= st->ready_head;
+		memmove(st->ready, st->ready + st->ready_head, st->ready_tail * sizeof(*st->ready));
+		st->ready_head = 0;
+	}
 	if (!st->ready) {
 		st->ready = malloc(r->depth * sizeof(*st->ready));
 		if (!st->ready)
@@ -757,8 +765,7 @@ static void io_ring_write_ahead(struct io_ring *r, struct io_stream *st, unsigne
 	}
 	while (st->ready_tail < st->ready_cap && !io_uring_cq_ready(&r->ring)) {
 		struct io_arr *a;
-		bool fresh;
-		struct io_write_req *q = io_ring_write_take(st, failed, &a, &fresh);
+		struct io_write_req *q = io_ring_write_prepare(st, failed, &a);
 		if (!q)
 			break;
 		st->ready[st->ready_tail++] = (struct io_taken){q, a};

@@ -196,6 +196,68 @@ static void test_large_bounce_pages(void **state)
 	check_large_bounce(HC_LAYOUT_PAGE_FIRST);
 }
 
+/* Sets of objects of 256 KiB and more look them up first only while
+ * recent sets found some existing: a stream of new pages stops looking
+ * after the first misses, a stream of pages set again starts looking
+ * once a chunk's puts met -EEXIST. Either way nothing stored is
+ * rewritten. */
+static void test_lookups_follow_workload(void **state)
+{
+	(void)state;
+	char dir[PATH_MAX];
+	st_mkdtemp(dir);
+	enum { LN = 64 };
+	/* MLA, 1 layer x 8 tokens x 32768 x 1 byte: one 256 KiB object. */
+	struct hc_kv_geometry g = {.layers = 1, .heads = 1, .head_dim = 32768, .elem_bytes = 1,
+				   .page_size = 8, .pages = LN, .layout = HC_LAYOUT_PAGE_FIRST,
+				   .mla = true};
+	struct hc_pool *pool = st_kv_pool(&g);
+	assert_int_equal(hc_pool_page_bytes(pool), (size_t)256 << 10);
+	struct hc_store *st = st_open_file(dir, st_dir_supports_direct(dir), false, NULL);
+	assert_int_equal(hc_store_register_pool(st, "kv", pool, true), 0);
+	struct hc_key keys[LN];
+	st_keys(31, LN, 8, keys);
+	uint64_t slots[LN];
+	for (uint64_t i = 0; i < LN; i++) {
+		slots[i] = i;
+		st_fill(pool, i, KV_ID, i);
+	}
+	struct hc_store_stats a = st_stats(st, NULL);
+	assert_int_equal(hc_store_set(st, keys, LN, slots, NULL), 0);
+	struct hc_store_stats b = st_stats(st, NULL);
+	assert_int_equal(b.pages_written - a.pages_written, LN);
+	/* The first lookups found nothing: the rest were written without. */
+	assert_true(b.set_lookups - a.set_lookups >= 1);
+	assert_true(b.set_lookups - a.set_lookups <= 8);
+
+	char path[PATH_MAX];
+	st_obj_path(dir, &keys[LN - 1], ST_SUFFIX_MLA, "_k", path);
+	struct stat before, after;
+	assert_int_equal(stat(path, &before), 0);
+	/* Set again: written without lookups, every put meets -EEXIST (what a
+	 * chunk's puts met counts once the chunk is over)... */
+	a = b;
+	assert_int_equal(hc_store_set(st, keys, LN, slots, NULL), 0);
+	b = st_stats(st, NULL);
+	assert_int_equal(b.pages_existing - a.pages_existing, LN);
+	assert_int_equal(b.pages_written - a.pages_written, 0);
+	assert_true(b.set_lookups - a.set_lookups <= 8);
+	/* ... so the next set looks every page up and writes none. */
+	a = b;
+	assert_int_equal(hc_store_set(st, keys, LN, slots, NULL), 0);
+	b = st_stats(st, NULL);
+	assert_int_equal(b.pages_existing - a.pages_existing, LN);
+	assert_int_equal(b.set_lookups - a.set_lookups, LN);
+	assert_int_equal(stat(path, &after), 0);
+	assert_int_equal(after.st_ino, before.st_ino);
+	struct st_count c = st_count(dir);
+	assert_int_equal(c.tmps, 0);
+	assert_int_equal(c.files, (size_t)LN);
+	hc_store_close(st);
+	hc_pool_destroy(pool);
+	st_rmrf(dir);
+}
+
 int main(void)
 {
 	int rc = st_engine_check();
@@ -205,6 +267,7 @@ int main(void)
 		cmocka_unit_test(test_batch_zero_copy),
 		cmocka_unit_test(test_batch_bounce),
 		cmocka_unit_test(test_large_bounce_pages),
+		cmocka_unit_test(test_lookups_follow_workload),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
