@@ -699,44 +699,60 @@ static void ctl_unlock_bg(struct hc_cache *c, bool held)
 		pthread_mutex_unlock(&c->lock);
 }
 
-static void ctl_run_l3_mamba(struct hc_cache *c, struct ctl_job *j, bool held)
-{
+/* An L3 job on its way: the store's started op (NULL once over, or when
+ * there was nothing to start) and the job's outcome so far. */
+struct ctl_l3_run {
+	struct ctl_job *j;
+	size_t jobs; /* queued jobs it stands for */
+	struct hc_store_op *op;
 	int rc;
-	if (c->mkeyset) {
-		rc = ctl_keyset_add(c->mkeyset, &j->keys[0]);
-	} else {
+};
+
+/* Start job x->j's write to L3 (no_data: the key sets, at once). */
+static void ctl_l3_start(struct hc_cache *c, struct ctl_l3_run *x)
+{
+	struct ctl_job *j = x->j;
+	x->op = NULL;
+	x->rc = 0;
+	if (j->mamba && c->mkeyset) {
+		x->rc = ctl_keyset_add(c->mkeyset, &j->keys[0]);
+	} else if (j->mamba) {
 		struct hc_pool_transfer t = {.pool = "mamba", .keys = j->keys, .n = 1,
 					     .pages = j->host};
-		rc = hc_store_set_v2(c->store, &t, 1);
+		x->rc = hc_store_set_v2_start(c->store, &t, 1, &x->op);
+	} else if (c->keyset) {
+		x->rc = ctl_l3_set(c, j->keys, j->n, j->host);
+	} else {
+		x->rc = hc_store_set_start(c->store, j->keys, j->n, j->host, NULL, &x->op);
 	}
-	ctl_lock_bg(c, held);
-	if (rc)
-		log_warn("cache: L3 backup of a Mamba state failed: %s", hc_strerror(rc));
-	else
-		c->st.mamba_l3_write++;
-	uint64_t s = j->host[0];
-	if (--c->mhost_busy[s] == 0 && c->mhost_deferred[s]) {
-		c->mhost_deferred[s] = false;
-		hc_slots_free(c->mhost_slots, 1, &s);
-	}
-	ctl_unlock_bg(c, held);
 }
 
-static void ctl_run_l3(struct hc_cache *c, struct ctl_job *j, bool held)
+/* Wait for job x->j's write and account for it: the host slots it held
+ * are released (freed if their pages were dropped meanwhile). */
+static void ctl_l3_finish(struct hc_cache *c, struct ctl_l3_run *x, bool held)
 {
-	int rc = 0;
-	if (j->mamba) {
-		ctl_run_l3_mamba(c, j, held);
-		return;
-	}
-	for (size_t off = 0; off < j->n && !rc; off += CTL_BATCH) {
-		size_t n = j->n - off < CTL_BATCH ? j->n - off : CTL_BATCH;
-		rc = ctl_l3_set(c, j->keys + off, n, j->host + off);
+	struct ctl_job *j = x->j;
+	if (x->op) {
+		x->rc = (int)hc_store_op_wait(x->op);
+		x->op = NULL;
 	}
 	ctl_lock_bg(c, held);
-	if (rc)
-		log_warn("cache: L3 backup of %zu pages failed: %s", j->n, hc_strerror(rc));
-	else {
+	if (j->mamba) {
+		if (x->rc)
+			log_warn("cache: L3 backup of a Mamba state failed: %s", hc_strerror(x->rc));
+		else
+			c->st.mamba_l3_write++;
+		uint64_t s = j->host[0];
+		if (--c->mhost_busy[s] == 0 && c->mhost_deferred[s]) {
+			c->mhost_deferred[s] = false;
+			hc_slots_free(c->mhost_slots, 1, &s);
+		}
+		ctl_unlock_bg(c, held);
+		return;
+	}
+	if (x->rc) {
+		log_warn("cache: L3 backup of %zu pages failed: %s", j->n, hc_strerror(x->rc));
+	} else {
 		c->st.pages_l3_write += j->n;
 		c->st.bytes_l3_write += j->n * c->page_bytes;
 	}
@@ -749,6 +765,13 @@ static void ctl_run_l3(struct hc_cache *c, struct ctl_job *j, bool held)
 		}
 	}
 	ctl_unlock_bg(c, held);
+}
+
+static void ctl_run_l3(struct hc_cache *c, struct ctl_job *j, bool held)
+{
+	struct ctl_l3_run x = {.j = j};
+	ctl_l3_start(c, &x);
+	ctl_l3_finish(c, &x, held);
 }
 
 static void ctl_run_d2h(struct hc_cache *c, struct ctl_job *j, bool held)
@@ -799,8 +822,6 @@ static void ctl_run_d2h(struct hc_cache *c, struct ctl_job *j, bool held)
 	free(taken);
 }
 
-/* Runs one queue until stopped and drained; the L3 queue also waits for
- * the backup thread to exit, since its device copies queue L3 sets. */
 /* Append the KV L3 jobs queued behind j to it, up to CTL_BATCH pages in
  * all (c->lock held): inserts are often a few pages each, and one store
  * batch of many pages keeps a slow store busy where many small ones
@@ -829,30 +850,83 @@ static size_t ctl_merge_l3(struct ctl_queue *q, struct ctl_job *j)
 	return jobs;
 }
 
-static void ctl_run_queue(struct hc_cache *c, struct ctl_queue *q, bool l3)
+/* The next job of q, taken off it (c->lock held); NULL when empty. */
+static struct ctl_job *ctl_take(struct ctl_queue *q)
 {
-	pthread_mutex_lock(&c->lock);
-	for (;;) {
-		while (!q->head && !(c->stop && (!l3 || c->d2h_done)))
-			pthread_cond_wait(l3 ? &c->wake_l3 : &c->wake_d2h, &c->lock);
-		struct ctl_job *j = q->head;
-		if (!j)
-			break;
+	struct ctl_job *j = q->head;
+	if (j) {
 		q->head = j->next;
 		if (!q->head)
 			q->tail = NULL;
-		size_t jobs = l3 ? ctl_merge_l3(q, j) : 1;
+	}
+	return j;
+}
+
+/* A job is over (c->lock held). */
+static void ctl_job_over(struct hc_cache *c, size_t jobs)
+{
+	c->backups_running--;
+	c->st.backups_pending -= jobs;
+	pthread_cond_broadcast(&c->cond);
+}
+
+/* Runs the device -> host queue until stopped and drained. */
+static void ctl_run_queue(struct hc_cache *c, struct ctl_queue *q)
+{
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		while (!q->head && !c->stop)
+			pthread_cond_wait(&c->wake_d2h, &c->lock);
+		struct ctl_job *j = ctl_take(q);
+		if (!j)
+			break;
 		c->backups_running++;
 		pthread_mutex_unlock(&c->lock);
-		if (l3)
-			ctl_run_l3(c, j, false);
-		else
-			ctl_run_d2h(c, j, false);
+		ctl_run_d2h(c, j, false);
 		ctl_job_free(j);
 		pthread_mutex_lock(&c->lock);
-		c->backups_running--;
-		c->st.backups_pending -= jobs;
-		pthread_cond_broadcast(&c->cond);
+		ctl_job_over(c, 1);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * The L3 queue, until stopped and drained; it also waits for the backup
+ * thread to exit, since its device copies queue L3 sets. The next job's
+ * write is started before the running one is waited for, so the store
+ * streams from one to the next instead of draining between them (a write
+ * back is often a few pages).
+ */
+static void ctl_run_l3_queue(struct hc_cache *c)
+{
+	struct ctl_queue *q = &c->q_l3;
+	struct ctl_l3_run run[2];
+	unsigned nrun = 0;
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		while (!nrun && !q->head && !(c->stop && c->d2h_done))
+			pthread_cond_wait(&c->wake_l3, &c->lock);
+		struct ctl_job *j = nrun < 2 ? ctl_take(q) : NULL;
+		if (j) {
+			struct ctl_l3_run *x = &run[nrun++];
+			*x = (struct ctl_l3_run){.j = j, .jobs = ctl_merge_l3(q, j)};
+			c->backups_running++;
+			pthread_mutex_unlock(&c->lock);
+			ctl_l3_start(c, x);
+			pthread_mutex_lock(&c->lock);
+			/* One more may start before the first is waited for. */
+			if (nrun < 2 && q->head)
+				continue;
+		}
+		if (!nrun)
+			break;
+		pthread_mutex_unlock(&c->lock);
+		ctl_l3_finish(c, &run[0], false);
+		ctl_job_free(run[0].j);
+		pthread_mutex_lock(&c->lock);
+		ctl_job_over(c, run[0].jobs);
+		run[0] = run[1];
+		nrun--;
 	}
 	pthread_mutex_unlock(&c->lock);
 }
@@ -860,14 +934,14 @@ static void ctl_run_queue(struct hc_cache *c, struct ctl_queue *q, bool l3)
 static void *ctl_backup_thread(void *arg)
 {
 	struct hc_cache *c = arg;
-	ctl_run_queue(c, &c->q_d2h, false);
+	ctl_run_queue(c, &c->q_d2h);
 	return NULL;
 }
 
 static void *ctl_l3_thread(void *arg)
 {
 	struct hc_cache *c = arg;
-	ctl_run_queue(c, &c->q_l3, true);
+	ctl_run_l3_queue(c);
 	return NULL;
 }
 
