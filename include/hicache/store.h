@@ -75,11 +75,11 @@ HC_API void hc_store_close(struct hc_store *store);
 /* Register a pool under a name (unique; [a-z0-9_]{1,32}). The anchor is the
  * KV pool (or a logical anchor pool) that v1 calls use; exactly one.
  * The store does not own the pool; it must outlive the store. A pool in
- * bounce mode gets the bounce slots of two chunks now (a transfer streams
- * one chunk while the next is made; a chunk is 128 objects or 64 MiB,
- * whichever is less, but 32 pages for large pages, up to 512 MiB),
- * pre-faulted on transparent huge pages, so that the first transfer does
- * not fault them in.
+ * bounce mode gets the bounce slots of three chunks now (a transfer
+ * streams chunks, up to three on their way at once; a chunk is 128 objects
+ * or 64 MiB, whichever is less, but 32 pages for large pages, up to
+ * 512 MiB), pre-faulted on transparent huge pages, so that no transfer
+ * faults them in.
  * Returns 0, -EINVAL, -EEXIST (name taken / second anchor), -ENOMEM. */
 HC_API int hc_store_register_pool(struct hc_store *store, const char *name, struct hc_pool *pool,
 				  bool anchor);
