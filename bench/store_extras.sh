@@ -17,7 +17,12 @@
 # /work/shared/IO-URING-NOTES.md, "Pitfalls"). Gets read what the set of the same
 # variant wrote, after sync and a page-cache drop (as root).
 #
+# With --pipeline K, the sets and gets of 1 and 2 keep K calls started (bench store
+# --pipeline K: one stream of at most io_depth pages in flight across calls, no drain
+# at the end of each call); 3 and 4 stay synchronous.
+#
 # usage: bench/store_extras.sh [--quick] [--dir DIR] [--out FILE] [--runs N] [--bin HICACHE] [--keep]
+#                              [--pipeline K]
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -31,6 +36,7 @@ quick=0
 base=""
 out=""
 keep=0
+pipe=()
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -40,6 +46,7 @@ while [ $# -gt 0 ]; do
 	--runs) runs=${2:?--runs needs a value}; shift ;;
 	--bin) bin=${2:?--bin needs a value}; shift ;;
 	--keep) keep=1 ;;
+	--pipeline) pipe=(--pipeline "${2:?--pipeline needs a value}"); shift ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "store_extras.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
 	esac
@@ -99,6 +106,7 @@ declare -A res
 echo "# hicache store extras: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, kernel $(uname -r)"
 echo "# dir $work on $(findmnt -no SOURCE,FSTYPE,OPTIONS -T "$work" 2>/dev/null || echo '?')"
 echo "# batch = io_depth = $batch, MLA pool (one file per page); $runs run(s), median"
+[ ${#pipe[@]} = 0 ] || echo "# sets and gets of 1 and 2: ${pipe[*]} (calls kept started)"
 [ $root = 1 ] || echo "# not root: page cache not dropped before cold reads (O_DIRECT reads are still cold)"
 
 for r in $(seq 1 "$runs"); do
@@ -108,11 +116,11 @@ for r in $(seq 1 "$runs"); do
 		# ---- 1, 2: set, then cold get, per variant (order rotated per run) ----
 		for v in $(rotate "$r" "${variants[@]}"); do
 			sync
-			res[$v.$size.set]+="$(hc "$v" gbps --op set --dir "$work/$v-$size-$r" "${common[@]}") "
+			res[$v.$size.set]+="$(hc "$v" gbps --op set --dir "$work/$v-$size-$r" "${common[@]}" "${pipe[@]}") "
 		done
 		for v in $(rotate "$r" "${variants[@]}"); do
 			drop
-			res[$v.$size.get]+="$(hc "$v" gbps --op get --dir "$work/$v-$size-$r" "${common[@]}") "
+			res[$v.$size.get]+="$(hc "$v" gbps --op get --dir "$work/$v-$size-$r" "${common[@]}" "${pipe[@]}") "
 		done
 		# ---- 4: verify on / off, cold then warm ----
 		d=$work/uring-zc-$size-$r
