@@ -139,8 +139,9 @@ int io_read_batch(struct io_engine *e, struct io_read_req *reqs, size_t n);
  * final result, its hooks have run, and the engine will not touch it again,
  * so the caller may free or reuse it; arrays may end out of order. Every
  * array given is handed back exactly once, whatever fails.
- * Returns 0, or -errno when it could not run at all (every request then has
- * that error, and each array was still handed back).
+ * Returns 0, or -errno when it could not run at all (every request that
+ * passed validation then has that error, one that did not keeps -EINVAL,
+ * and each array was still handed back).
  */
 struct io_feed {
 	size_t (*next)(struct io_feed *f, void **reqs);
