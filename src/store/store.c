@@ -120,7 +120,7 @@ struct obj_job {
 	uint8_t *slot;       /* bounce: the page's slot */
 	uint8_t *block;      /* where the trailer block is */
 	/* set: */
-	bool looked_up;      /* by set_looks_up's leave */
+	bool looked_up;      /* looked up first (set_looks_up said so) */
 	bool existed;        /* found before writing: nothing written */
 	/* get: */
 	bool checked;        /* verdict and damaged are set (a bounce page that
@@ -887,6 +887,30 @@ static void set_note_existing(struct hc_store *st, bool existed)
 	}
 }
 
+/* One backend lookup for the n (<= CHUNK_OBJS) objects *objs[i]; found[i]
+ * says whether each exists. Their results are left alone. */
+static void set_lookup(struct hc_store *st, struct store_obj **objs, size_t n, bool *found)
+{
+	struct store_obj look[CHUNK_OBJS];
+	for (size_t i = 0; i < n; i++) {
+		look[i] = *objs[i];
+		look[i].result = -ENOENT;
+	}
+	if (n)
+		st->ops->exists(st->be, look, n, false);
+	for (size_t i = 0; i < n; i++)
+		found[i] = look[i].result == 0;
+}
+
+/* set_lookup of objects about to be set, counted in the window that
+ * set_looks_up reads. */
+static void set_lookup_first(struct hc_store *st, struct store_obj **objs, size_t n, bool *found)
+{
+	set_lookup(st, objs, n, found);
+	for (size_t i = 0; i < n; i++)
+		set_note_existing(st, found[i]);
+}
+
 /* store_obj.prepare of a set, before the object is written. Objects
  * are immutable, so one that exists is not rewritten: the lookup and the
  * image are made here, one object at a time, while the objects before it
@@ -895,13 +919,12 @@ static int set_prepare(void *arg)
 {
 	struct obj_job *j = arg;
 	if (set_looks_up(j->st, j->obj->len)) {
-		struct store_obj probe = *j->obj;
-		probe.result = -ENOENT;
-		j->st->ops->exists(j->st->be, &probe, 1, false);
+		struct store_obj *obj = j->obj;
+		bool found;
+		set_lookup_first(j->st, &obj, 1, &found);
 		j->looked_up = true;
 		stat_add(j->e->ctx, j->st, STAT(set_lookups), 1);
-		set_note_existing(j->st, probe.result == 0);
-		if (probe.result == 0) {
+		if (found) {
 			j->existed = true;
 			return -EEXIST;
 		}
@@ -929,20 +952,6 @@ static bool set_failure_worth_lookup(int err)
 	}
 }
 
-/* One backend lookup for the n (<= CHUNK_OBJS) objects *objs[i]; found[i]
- * says whether each exists. Their results are left alone. */
-static void set_lookup(struct hc_store *st, struct store_obj **objs, size_t n, bool *found)
-{
-	struct store_obj look[CHUNK_OBJS];
-	for (size_t i = 0; i < n; i++) {
-		look[i] = *objs[i];
-		look[i].result = -ENOENT;
-	}
-	if (n)
-		st->ops->exists(st->be, look, n, false);
-	for (size_t i = 0; i < n; i++)
-		found[i] = look[i].result == 0;
-}
 
 /* Object k (object o of page e) of a chunk: its job and where its image
  * is: the trailer block alone (marker), the pool segment plus pad and
@@ -990,11 +999,9 @@ static int set_chunk_build(struct hc_store *st, struct work *w, struct entry *e,
 		for (size_t b = 0; b < nobj; b++)
 			if ((looked[b] = set_looks_up(st, w->objs[b].len)))
 				big[nbig++] = &w->objs[b];
-		set_lookup(st, big, nbig, found);
-		for (size_t b = 0; b < nbig; b++) {
+		set_lookup_first(st, big, nbig, found);
+		for (size_t b = 0; b < nbig; b++)
 			big[b]->result = found[b] ? 0 : -ENOENT;
-			set_note_existing(st, found[b]);
-		}
 	}
 	struct store_obj **todo = w->todo;
 	size_t ntodo = 0, k = 0, slot_off = 0;
@@ -1139,15 +1146,10 @@ static int get_bounce_verified(struct obj_job *j)
 	int rc = verify_trailer(c, j->o, j->block, &got, &j->damaged);
 	if (rc)
 		return rc;
-	struct util_checksum_copy *sum = util_checksum_copy_new();
-	if (!sum) {
-		rc = verify_object(j->st, c, j->o, j->block, j->slot, &j->damaged);
-		if (!rc)
-			hc_pool_scatter(c->pool, j->e->page, j->slot, c->page_bytes);
-		return rc;
-	}
-	pool_scatter_summed(c->pool, j->e->page, j->slot, sum);
-	return verify_sum(util_checksum_copy_end(sum), &got, &j->damaged);
+	struct util_checksum_copy sum;
+	util_checksum_copy_init(&sum);
+	pool_scatter_summed(c->pool, j->e->page, j->slot, &sum);
+	return verify_sum(util_checksum_copy_end(&sum), &got, &j->damaged);
 }
 
 /* Check an object that was read whole. A bounce page that passes goes into
@@ -1459,17 +1461,18 @@ static bool stream_take_op(struct stream *s)
 	struct hc_store *st = s->st;
 	pthread_mutex_lock(&st->async_lock);
 	struct hc_store_op *o = st->async_head;
-	if (o && o->dir == s->dir && (o->dir == OP_GET || !keys_overlap(s->live, o))) {
-		st->async_head = o->next;
-		if (!st->async_head)
-			st->async_tail = NULL;
-		o->next = NULL;
-	} else {
-		o = NULL;
-	}
 	pthread_mutex_unlock(&st->async_lock);
-	if (!o)
+	/* Only this thread takes ops off the queue, and a queued op does not
+	 * change: the head stays, and its keys are checked without the lock
+	 * that callers starting ops wait for. */
+	if (!o || o->dir != s->dir || (o->dir == OP_SET && keys_overlap(s->live, o)))
 		return false;
+	pthread_mutex_lock(&st->async_lock);
+	st->async_head = o->next;
+	if (!st->async_head)
+		st->async_tail = NULL;
+	o->next = NULL;
+	pthread_mutex_unlock(&st->async_lock);
 	o->left = o->ne;
 	o->live_next = s->live;
 	s->live = o;

@@ -7,6 +7,9 @@
 
 #include <stdarg.h>
 
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t, for util_checksum_copy */
+#include <xxhash.h>
+
 #define UTIL_PRINTF(f, a) __attribute__((format(printf, f, a)))
 
 /* Log one message if level is enabled. */
@@ -28,11 +31,14 @@ uint64_t util_checksum(const void *data, size_t len);
 
 /* util_checksum of bytes given in pieces, each copied to dst as it is
  * hashed: block by block, so that the copy reads what the hash brought
- * into the cache (one pass over cold memory instead of two). */
-struct util_checksum_copy;
-struct util_checksum_copy *util_checksum_copy_new(void); /* NULL: no memory */
+ * into the cache (one pass over cold memory instead of two). The state
+ * lives with the caller (on the stack): nothing to allocate per page. */
+struct util_checksum_copy {
+	XXH3_state_t state;
+};
+void util_checksum_copy_init(struct util_checksum_copy *c);
 void util_checksum_copy_add(struct util_checksum_copy *c, void *dst, const void *src, size_t len);
-/* The checksum of every piece added; frees c. */
+/* The checksum of every piece added. */
 uint64_t util_checksum_copy_end(struct util_checksum_copy *c);
 
 /* a * b into *out; false on overflow. */
