@@ -6,6 +6,8 @@
  */
 #include "io_test.h"
 
+#include <liburing.h>
+
 #define N_PAGES 300
 #define DEPTH 32
 
@@ -411,6 +413,40 @@ static void test_stat(void **state)
 		stat_one(io_t_kinds[k]);
 }
 
+/* Every chain in flight may block in an io-wq worker of its own (a create,
+ * an extending O_DIRECT write): after a batch, the submitting thread's
+ * bounded worker limit is the queue depth. 37 is none of the kernel's
+ * defaults, min(SQ entries, 4 x CPUs). */
+static void test_worker_limit(void **state)
+{
+	(void)state;
+	enum { WORKER_DEPTH = 37 };
+	struct io_engine *e = io_t_engine(IO_ENGINE_URING, WORKER_DEPTH, 1);
+	if (!e)
+		return;
+	int dfd;
+	char *dir = io_t_mkdtemp(&dfd);
+	char data[100] = "worker limit";
+	struct iovec iov = {data, sizeof(data)};
+	struct io_write_req w = {.dirfd = dfd, .tmp_name = "t", .final_name = "f", .iov = &iov,
+				 .iovcnt = 1, .len = sizeof(data), .result = 99};
+	assert_int_equal(io_write_batch(e, &w, 1), 0);
+	assert_int_equal(w.result, 0);
+	struct io_uring probe;
+	assert_int_equal(io_uring_queue_init(4, &probe, 0), 0);
+	unsigned limits[2] = {0, 0}; /* 0: only report the current limits */
+	int rc = io_uring_register_iowq_max_workers(&probe, limits);
+	io_uring_queue_exit(&probe);
+	io_t_rmtree(dir, dfd);
+	io_engine_destroy(e);
+	if (rc == -EINVAL) {
+		print_message("no io-wq worker limits before Linux 5.15: skipped\n");
+		return;
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(limits[0], WORKER_DEPTH);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -420,6 +456,7 @@ int main(void)
 		cmocka_unit_test(test_invalid),
 		cmocka_unit_test(test_kinds),
 		cmocka_unit_test(test_stat),
+		cmocka_unit_test(test_worker_limit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
