@@ -202,6 +202,11 @@ struct hc_store_stats {
 	 * transfer of one that exists. Made only while recent sets found
 	 * enough objects existing (docs/PERFORMANCE.md). */
 	uint64_t set_lookups;
+	/* Bytes of bounce slots the store holds now (whole store; 0 per
+	 * pool): a full chunk's worth for each of three work areas made when a
+	 * bounce pool is registered, more only while several calls run at
+	 * once. */
+	uint64_t bounce_bytes;
 };
 
 /* pool NULL: the whole store; else one registered pool. */

@@ -347,8 +347,8 @@ int hc_pool_page_segments(const struct hc_pool *pool, uint64_t page, struct hc_s
 	return (int)pool->nbuffers;
 }
 
-/* Copy one page between pool memory and flat bytes, either direction. */
-/* With sum (a scatter only), the flat bytes are also added to it. */
+/* Copy one page between pool memory and flat bytes, either direction.
+ * With sum, the flat bytes are also added to it, in flat order. */
 static int page_copy(const struct hc_pool *pool, uint64_t page, uint8_t *flat, size_t len,
 		     bool to_flat, struct util_checksum_copy *sum, const char *what)
 {
@@ -369,10 +369,11 @@ static int page_copy(const struct hc_pool *pool, uint64_t page, uint8_t *flat, s
 		uint8_t *src = b->base + page * b->page_stride;
 		for (unsigned r = 0; r < runs; r++) {
 			uint8_t *mem = src + (uint64_t)r * b->layer_stride;
-			if (to_flat)
+			if (sum)
+				util_checksum_copy_add(sum, to_flat ? flat : mem, to_flat ? mem : flat,
+						       run_len);
+			else if (to_flat)
 				memcpy(flat, mem, run_len);
-			else if (sum)
-				util_checksum_copy_add(sum, mem, flat, run_len);
 			else
 				memcpy(mem, flat, run_len);
 			flat += run_len;
@@ -391,6 +392,12 @@ int hc_pool_scatter(struct hc_pool *pool, uint64_t page, const void *src, size_t
 	/* page_copy writes only pool memory when !to_flat. */
 	return page_copy(pool, page, (uint8_t *)(uintptr_t)src, len, false, NULL,
 			 "hc_pool_scatter");
+}
+
+void pool_gather_summed(const struct hc_pool *pool, uint64_t page, uint8_t *flat,
+			struct util_checksum_copy *sum)
+{
+	page_copy(pool, page, flat, pool->page_bytes, true, sum, "pool_gather_summed");
 }
 
 void pool_scatter_summed(struct hc_pool *pool, uint64_t page, const uint8_t *flat,

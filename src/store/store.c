@@ -48,6 +48,15 @@
 #include <time.h>
 #include <xxhash.h>
 
+/* A bounce page from this size on is hashed while it is copied, block by
+ * block: into the pool after a verified read, into its slot before a
+ * write. Hashing it whole and copying it are two passes over cold memory
+ * (the disk wrote the slot; the device wrote the pool), of which the
+ * second misses the cache once the page is larger than about half of L2
+ * (1 MiB here). Smaller pages do better in one hash and one copy from L2
+ * (64 KiB bounce gets: 0.80 of zero-copy block by block, 0.92 whole). */
+#define BOUNCE_SUMMED_MIN_BYTES ((size_t)1 << 20)
+
 #define STORE_MAX_POOLS 16
 #define STORE_MAX_OBJS 9        /* objects per page: at most 1 + HC_MAMBA_MAX_CONV */
 #define CHUNK_OBJS 128          /* objects per backend call */
@@ -137,6 +146,7 @@ struct work {
 	size_t from, to;
 	size_t nobj;
 	size_t ntodo;            /* set: objects to write, in batch */
+	bool bounced;            /* the chunk has bounce slots (struct stream) */
 	struct store_obj *todo[CHUNK_OBJS];
 	struct store_obj batch[CHUNK_OBJS];
 	char (*names)[HC_NAME_MAX];
@@ -649,10 +659,12 @@ static void work_put(struct hc_store *st, struct work *w)
 	pthread_mutex_unlock(&st->work_lock);
 }
 
-static int work_bounce(const struct hc_store *st, struct work *w, size_t bytes)
+static int work_bounce(struct hc_store *st, struct work *w, size_t bytes)
 {
 	if (bytes <= w->bounce_cap)
 		return 0;
+	atomic_fetch_sub_explicit(&st->stats.v[STAT(bounce_bytes)], w->bounce_cap,
+				  memory_order_relaxed);
 	hc_mem_free(w->bounce_mem);
 	w->bounce_mem = NULL;
 	w->bounce = NULL;
@@ -669,6 +681,7 @@ static int work_bounce(const struct hc_store *st, struct work *w, size_t bytes)
 	}
 	w->bounce = hc_mem_addr(w->bounce_mem);
 	w->bounce_cap = bytes;
+	atomic_fetch_add_explicit(&st->stats.v[STAT(bounce_bytes)], bytes, memory_order_relaxed);
 	return 0;
 }
 
@@ -855,9 +868,20 @@ static void build_image(const struct obj_job *j)
 	} else if (c->zero_copy) {
 		trailer_for(c, j->o, util_checksum(j->seg.addr, j->seg.len), &t);
 	} else {
-		hc_pool_gather(c->pool, j->e->page, j->slot, c->page_bytes);
+		uint64_t sum;
+		if (c->page_bytes >= BOUNCE_SUMMED_MIN_BYTES) {
+			/* One pass over the pool's cold page instead of two (see
+			 * BOUNCE_SUMMED_MIN_BYTES). */
+			struct util_checksum_copy copy;
+			util_checksum_copy_init(&copy);
+			pool_gather_summed(c->pool, j->e->page, j->slot, &copy);
+			sum = util_checksum_copy_end(&copy);
+		} else {
+			hc_pool_gather(c->pool, j->e->page, j->slot, c->page_bytes);
+			sum = util_checksum(j->slot, c->page_bytes);
+		}
 		memset(j->slot + c->page_bytes, 0, j->obj->len - FORMAT_BLOCK - c->page_bytes);
-		trailer_for(c, j->o, util_checksum(j->slot, c->page_bytes), &t);
+		trailer_for(c, j->o, sum, &t);
 	}
 	format_trailer_write(j->block, &t);
 }
@@ -1128,14 +1152,6 @@ static int verify_object(const struct hc_store *st, const struct store_ctx *c, u
 	return verify_sum(util_checksum(payload, c->obj[o].payload), &got, damaged);
 }
 
-/* A verified bounce page from this size on is hashed while it is copied
- * into the pool, block by block, instead of hashed whole and then copied:
- * two passes over the slot, which is cold (the disk wrote it), of which
- * the second misses the cache once the page is larger than about half of
- * L2 (1 MiB here). Smaller pages do better in one hash and one copy from
- * L2 (64 KiB bounce gets: 0.80 of zero-copy block by block, 0.92 whole). */
-#define BOUNCE_SUMMED_MIN_BYTES ((size_t)1 << 20)
-
 /* A verified bounce page of BOUNCE_SUMMED_MIN_BYTES or more. A page that
  * fails has been copied all the same; its pool page holds what was read,
  * as a zero-copy page that fails does. */
@@ -1379,6 +1395,8 @@ struct stream {
 	size_t pos;              /* its next entry */
 	bool queue;              /* takes more ops from the store's queue */
 	struct hc_store_op *live; /* ops taken and not over */
+	unsigned bounced_live;   /* its chunks with bounce slots not over */
+	bool paused;             /* the last next() waited for one to be over */
 };
 
 /* Op o's entries are all over: counted, and its waiter (if any) woken; o
@@ -1512,6 +1530,7 @@ static void stream_done(struct store_feed *f, struct store_obj *objs, size_t n)
 	else
 		get_chunk_finish(s->st, w, o->e);
 	size_t k = w->to - w->from;
+	s->bounced_live -= w->bounced;
 	work_put(s->st, w);
 	op_entries_over(s, o, k);
 }
@@ -1521,6 +1540,7 @@ static size_t stream_next(struct store_feed *f, struct store_obj **objs)
 {
 	struct stream *s = (struct stream *)f;
 	struct hc_store *st = s->st;
+	s->paused = false;
 	for (;;) {
 		struct hc_store_op *o = s->cur;
 		if (!o || s->pos == o->ne) {
@@ -1529,6 +1549,14 @@ static size_t stream_next(struct store_feed *f, struct store_obj **objs)
 			continue;
 		}
 		size_t bounce, from = s->pos, end = chunk_end(o->e, from, o->ne, &bounce);
+		/* No more chunks with bounce slots on their way than were
+		 * reserved: a work area made inside a stream costs its first
+		 * touch. The feed is asked again as each chunk is over (only a
+		 * stream fed to the engine has chunks on their way here). */
+		if (bounce && s->bounced_live >= BOUNCE_RESERVED_WORKS) {
+			s->paused = true;
+			return 0;
+		}
 		struct work *w = work_get(st);
 		int rc = !w ? util_fail(-ENOMEM, "store: no memory for a transfer")
 		       : s->dir == OP_SET ? set_chunk_build(st, w, o->e, from, end, bounce)
@@ -1542,6 +1570,8 @@ static size_t stream_next(struct store_feed *f, struct store_obj **objs)
 		w->op = o;
 		w->from = from;
 		w->to = end;
+		w->bounced = bounce > 0;
+		s->bounced_live += w->bounced;
 		s->pos = end;
 		size_t n = s->dir == OP_SET ? w->ntodo : w->nobj;
 		struct store_obj *arr = s->dir == OP_SET ? w->batch : w->objs;
@@ -1561,7 +1591,12 @@ static void stream_run(struct stream *s)
 	s->feed = (struct store_feed){stream_next, stream_done};
 	int (*feed)(void *, struct store_feed *) = s->dir == OP_SET ? ops->put_feed : ops->get_feed;
 	if (feed) {
-		feed(s->st->be, &s->feed);
+		/* A feed that ended while the stream waited for a chunk to be over
+		 * (engines ask again while anything is in flight, so only one
+		 * that did not) goes on: everything it had is over now. */
+		do
+			feed(s->st->be, &s->feed);
+		while (s->paused);
 		return;
 	}
 	struct store_obj *objs;

@@ -258,6 +258,76 @@ static void test_lookups_follow_workload(void **state)
 	st_rmrf(dir);
 }
 
+/* A stream holds at most the three bounce work areas made at
+ * registration: with room in flight for more chunks (io_depth 512, chunks
+ * of 128 pages), it waits for one to be over rather than make and first
+ * touch a fourth, in synchronous and in started calls, and every page
+ * still arrives whole. */
+static void test_bounce_areas_bounded(void **state)
+{
+	(void)state;
+	char dir[PATH_MAX];
+	st_mkdtemp(dir);
+	enum { BN = 640, CALLS = 5 };
+	/* MLA, 1 layer x 8 tokens x 8192 x 1 byte: 64 KiB pages. */
+	struct hc_kv_geometry g = {.layers = 1, .heads = 1, .head_dim = 8192, .elem_bytes = 1,
+				   .page_size = 8, .pages = BN, .layout = HC_LAYOUT_PAGE_FIRST,
+				   .mla = true};
+	struct hc_pool *pool = st_kv_pool(&g);
+	struct hc_store *st =
+		st_open_file(dir, st_dir_supports_direct(dir), true, "\"io_depth\": 512");
+	assert_int_equal(st_stats(st, NULL).bounce_bytes, 0);
+	assert_int_equal(hc_store_register_pool(st, "kv", pool, true), 0);
+	uint64_t reserved = st_stats(st, NULL).bounce_bytes;
+	assert_true(reserved >= 3 * 128 * hc_pool_page_bytes(pool));
+	assert_int_equal(st_stats(st, "kv").bounce_bytes, 0);
+
+	struct hc_key keys[BN];
+	st_keys(41, BN, 8, keys);
+	uint64_t slots[BN];
+	int res[BN];
+	for (uint64_t i = 0; i < BN; i++) {
+		slots[i] = i;
+		st_fill(pool, i, KV_ID, i);
+	}
+	/* Synchronous: one call, five chunks. */
+	assert_int_equal(hc_store_set(st, keys, BN / 2, slots, NULL), 0);
+	assert_int_equal(st_stats(st, NULL).bounce_bytes, reserved);
+	/* Started: five calls kept in one stream. */
+	struct hc_store_op *ops[CALLS];
+	size_t per = (BN / 2) / CALLS;
+	for (size_t k = 0; k < CALLS; k++)
+		assert_int_equal(hc_store_set_start(st, keys + BN / 2 + k * per, per,
+						    slots + BN / 2 + k * per, res + k * per, &ops[k]),
+				 0);
+	for (size_t k = 0; k < CALLS; k++)
+		assert_int_equal(hc_store_op_wait(ops[k]), 0);
+	for (size_t i = 0; i < BN / 2; i++)
+		assert_int_equal(res[i], 0);
+	assert_int_equal(st_stats(st, NULL).bounce_bytes, reserved);
+
+	for (uint64_t i = 0; i < BN; i++)
+		st_clear(pool, i);
+	assert_int_equal(hc_store_get(st, keys, BN, slots, res), BN);
+	for (uint64_t i = 0; i < BN; i++)
+		st_assert_page(pool, i, KV_ID, i);
+	for (uint64_t i = 0; i < BN; i++)
+		st_clear(pool, i);
+	for (size_t k = 0; k < CALLS; k++)
+		assert_int_equal(hc_store_get_start(st, keys + k * (BN / CALLS), BN / CALLS,
+						    slots + k * (BN / CALLS), NULL, &ops[k]),
+				 0);
+	for (size_t k = 0; k < CALLS; k++)
+		assert_int_equal(hc_store_op_wait(ops[k]), BN / CALLS);
+	for (uint64_t i = 0; i < BN; i++)
+		st_assert_page(pool, i, KV_ID, i);
+	assert_int_equal(st_stats(st, NULL).bounce_bytes, reserved);
+	assert_int_equal(st_count(dir).files, (size_t)BN);
+	hc_store_close(st);
+	hc_pool_destroy(pool);
+	st_rmrf(dir);
+}
+
 int main(void)
 {
 	int rc = st_engine_check();
@@ -268,6 +338,7 @@ int main(void)
 		cmocka_unit_test(test_batch_bounce),
 		cmocka_unit_test(test_large_bounce_pages),
 		cmocka_unit_test(test_lookups_follow_workload),
+		cmocka_unit_test(test_bounce_areas_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
