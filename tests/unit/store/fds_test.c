@@ -6,6 +6,12 @@
 
 #define TOKENS 16
 #define NPAGES 64
+/* A cleaner thread that runs often but deletes nothing: on a shared disk
+ * that is more than 80 % used (the default watermark) it would delete the
+ * pages that warm_up() checks. */
+#define WITH_CLEANER                                                                  \
+	"\"l3_cleaner_interval_s\": 0.2, \"l3_cleaner_high_watermark\": 100, "           \
+	"\"l3_cleaner_low_watermark\": 99"
 
 struct fx {
 	char dir[PATH_MAX];
@@ -69,7 +75,7 @@ static void test_open_close(void **state)
 	struct fx *f = *state;
 	/* First open outside the count: libraries may keep something open
 	 * for good on first use (none should, but that is not our concern). */
-	f->st = rt_open_ok(f->dir, "\"l3_cleaner_interval_s\": 0.2", f->bounce, f->pool);
+	f->st = rt_open_ok(f->dir, WITH_CLEANER, f->bounce, f->pool);
 	warm_up(f, 1000);
 	hc_store_close(f->st);
 	f->st = NULL;
@@ -77,7 +83,7 @@ static void test_open_close(void **state)
 	int before = rt_count_fds();
 	for (int round = 0; round < 5; round++) {
 		/* With and without the cleaner thread, with and without I/O. */
-		f->st = rt_open_ok(f->dir, round % 2 ? "\"l3_cleaner_interval_s\": 0.2" : NULL,
+		f->st = rt_open_ok(f->dir, round % 2 ? WITH_CLEANER : NULL,
 				   f->bounce, f->pool);
 		if (round >= 2)
 			warm_up(f, 2000 + 10 * (uint64_t)round);
