@@ -302,10 +302,18 @@ for r in $(seq 1 "$runs"); do
 	done
 done
 
+meets() { # ratio target -> yes|no
+	if [ "$1" != n/a ] && python3 -c "import sys; sys.exit(float('$1') < $2)"; then
+		echo yes
+	else
+		echo no
+	fi
+}
+
 table() {
 	local oh="" os="" extra o
 	[ -n "$old_bin" ] && oh=" old GB/s | old/fio | new/old |" && os="---|---|---|"
-	[ "$pipeline" -gt 1 ] && oh+=" pipelined GB/s | pipelined/fio |" && os+="---|---|"
+	[ "$pipeline" -gt 1 ] && oh+=" pipelined GB/s | pipelined/fio | met |" && os+="---|---|---|"
 	[ $unverified = 1 ] && oh+=" unverified GB/s | unverified/fio |" && os+="---|---|"
 	echo "| case | op | hicache GB/s | fio GB/s | hicache/fio | target | met |$oh"
 	echo "|---|---|---|---|---|---|---|$os"
@@ -319,8 +327,7 @@ table() {
 			q=$(ratio "$h" "$f")
 			want=0.9
 			[ "$size" = 64K ] && [ $op = set ] && want=1.1
-			met=no
-			[ "$q" != n/a ] && python3 -c "import sys; sys.exit(float('$q') < $want)" && met=yes
+			met=$(meets "$q" "$want")
 			name="write"
 			[ $op = get ] && name="read"
 			extra=""
@@ -332,7 +339,7 @@ table() {
 			if [ "$pipeline" -gt 1 ]; then
 				# shellcheck disable=SC2086
 				o=$(median ${res[pl.$size.$op]})
-				extra+=" $o | $(ratio "$o" "$f") |"
+				extra+=" $o | $(ratio "$o" "$f") | $(meets "$(ratio "$o" "$f")" "$want") |"
 			fi
 			if [ $unverified = 1 ] && [ $op = get ]; then
 				# shellcheck disable=SC2086
