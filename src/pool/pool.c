@@ -394,17 +394,21 @@ int hc_pool_scatter(struct hc_pool *pool, uint64_t page, const void *src, size_t
 			 "hc_pool_scatter");
 }
 
-void pool_gather_summed(const struct hc_pool *pool, uint64_t page, uint8_t *flat,
-			struct util_checksum_copy *sum)
+uint64_t pool_gather_summed(const struct hc_pool *pool, uint64_t page, uint8_t *flat)
 {
-	page_copy(pool, page, flat, pool->page_bytes, true, sum, "pool_gather_summed");
+	struct util_checksum_copy sum;
+	util_checksum_copy_init(&sum);
+	page_copy(pool, page, flat, pool->page_bytes, true, &sum, "pool_gather_summed");
+	return util_checksum_copy_end(&sum);
 }
 
-void pool_scatter_summed(struct hc_pool *pool, uint64_t page, const uint8_t *flat,
-			 struct util_checksum_copy *sum)
+uint64_t pool_scatter_summed(struct hc_pool *pool, uint64_t page, const uint8_t *flat)
 {
-	page_copy(pool, page, (uint8_t *)(uintptr_t)flat, pool->page_bytes, false, sum,
+	struct util_checksum_copy sum;
+	util_checksum_copy_init(&sum);
+	page_copy(pool, page, (uint8_t *)(uintptr_t)flat, pool->page_bytes, false, &sum,
 		  "pool_scatter_summed");
+	return util_checksum_copy_end(&sum);
 }
 
 unsigned hc_pool_regions(const struct hc_pool *pool, struct hc_region *out, unsigned max)

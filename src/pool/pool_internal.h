@@ -41,14 +41,10 @@ struct hc_pool {
 	} geo;
 };
 
-struct util_checksum_copy;
-
 /* hc_pool_gather / hc_pool_scatter of a whole flat page (page in range,
- * not an anchor pool), its bytes added to sum as they are copied, in flat
- * order. */
-void pool_gather_summed(const struct hc_pool *pool, uint64_t page, uint8_t *flat,
-			struct util_checksum_copy *sum);
-void pool_scatter_summed(struct hc_pool *pool, uint64_t page, const uint8_t *flat,
-			 struct util_checksum_copy *sum);
+ * not an anchor pool), hashing its bytes as they are copied: returns
+ * util_checksum() of the flat page. */
+uint64_t pool_gather_summed(const struct hc_pool *pool, uint64_t page, uint8_t *flat);
+uint64_t pool_scatter_summed(struct hc_pool *pool, uint64_t page, const uint8_t *flat);
 
 #endif

@@ -872,10 +872,7 @@ static void build_image(const struct obj_job *j)
 		if (c->page_bytes >= BOUNCE_SUMMED_MIN_BYTES) {
 			/* One pass over the pool's cold page instead of two (see
 			 * BOUNCE_SUMMED_MIN_BYTES). */
-			struct util_checksum_copy copy;
-			util_checksum_copy_init(&copy);
-			pool_gather_summed(c->pool, j->e->page, j->slot, &copy);
-			sum = util_checksum_copy_end(&copy);
+			sum = pool_gather_summed(c->pool, j->e->page, j->slot);
 		} else {
 			hc_pool_gather(c->pool, j->e->page, j->slot, c->page_bytes);
 			sum = util_checksum(j->slot, c->page_bytes);
@@ -1162,10 +1159,7 @@ static int get_bounce_verified(struct obj_job *j)
 	int rc = verify_trailer(c, j->o, j->block, &got, &j->damaged);
 	if (rc)
 		return rc;
-	struct util_checksum_copy sum;
-	util_checksum_copy_init(&sum);
-	pool_scatter_summed(c->pool, j->e->page, j->slot, &sum);
-	return verify_sum(util_checksum_copy_end(&sum), &got, &j->damaged);
+	return verify_sum(pool_scatter_summed(c->pool, j->e->page, j->slot), &got, &j->damaged);
 }
 
 /* Check an object that was read whole. A bounce page that passes goes into
@@ -1591,9 +1585,9 @@ static void stream_run(struct stream *s)
 	s->feed = (struct store_feed){stream_next, stream_done};
 	int (*feed)(void *, struct store_feed *) = s->dir == OP_SET ? ops->put_feed : ops->get_feed;
 	if (feed) {
-		/* A feed that ended while the stream waited for a chunk to be over
-		 * (engines ask again while anything is in flight, so only one
-		 * that did not) goes on: everything it had is over now. */
+		/* A feed that ended just after it paused goes on: a read stream
+		 * may see nothing in flight once its last arrivals' hooks have
+		 * run, and those hooks are what ended the chunks it waited for. */
 		do
 			feed(s->st->be, &s->feed);
 		while (s->paused);
