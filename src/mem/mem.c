@@ -36,6 +36,7 @@
 #define _GNU_SOURCE
 #include "mem/mem_internal.h"
 #include "mem/os.h"
+#include "util/opts.h"
 #include "util/util.h"
 
 #include <hicache/config.h>
@@ -53,9 +54,6 @@
 _Static_assert(sizeof(struct hc_mem_opts) == 56,
 	       "struct hc_mem_opts is ABI: new fields go at the end");
 #endif
-
-/* opts->struct_size above this is taken for an uninitialised struct. */
-#define MEM_OPTS_SIZE_MAX 4096
 
 #define OPT_END(field) \
 	(offsetof(struct hc_mem_opts, field) + sizeof(((struct hc_mem_opts *)0)->field))
@@ -93,60 +91,27 @@ static bool round_size(size_t len, size_t align, size_t *out)
 
 void hc_mem_opts_init(struct hc_mem_opts *opts, size_t size)
 {
-	if (!opts || !OPT_FITS(size, struct_size))
-		return;
-	struct hc_mem_opts d = {
-		.struct_size = size,
+	static const struct hc_mem_opts d = {
+		.struct_size = sizeof(d),
 		.huge_page_size = HC_HUGE_2MB,
 		.huge_mode = HC_HUGE_THP,
 		.prefault_threads = 0,
 		.prefault = true,
 		.lock = false,
 	};
-	/* A newer caller's fields past ours are zeroed, which hc_mem_alloc()
-	 * accepts as "not used"; an older caller's struct gets only the fields
-	 * it has. */
-	if (size > sizeof(d))
-		memset((char *)opts + sizeof(d), 0, size - sizeof(d));
-	memcpy(opts, &d, size < sizeof(d) ? size : sizeof(d));
+	util_opts_init(opts, size, &d, sizeof(d));
 }
 
-/* Copy the caller's opts over the defaults, field by field as far as its
- * struct_size reaches, and check them. */
+/* The caller's opts over the defaults, as far as its struct_size reaches,
+ * checked. */
 static int opts_load(const struct hc_mem_opts *user, struct hc_mem_opts *o)
 {
 	hc_mem_opts_init(o, sizeof(*o));
 	if (!user)
 		return 0;
-	size_t size = user->struct_size;
-	if (!OPT_FITS(size, struct_size) || size > MEM_OPTS_SIZE_MAX)
-		return util_fail(-EINVAL,
-				 "hc_mem_alloc: opts->struct_size is %zu; initialise opts with "
-				 "hc_mem_opts_init(&opts, sizeof(opts))", size);
-	if (size > sizeof(*o)) {
-		const unsigned char *tail = (const unsigned char *)user + sizeof(*o);
-		for (size_t i = 0; i < size - sizeof(*o); i++) {
-			if (tail[i])
-				return util_fail(-EINVAL,
-						 "hc_mem_alloc: opts->struct_size is %zu and sets "
-						 "fields this library (%zu bytes) does not know",
-						 size, sizeof(*o));
-		}
-	}
-#define TAKE(field)                             \
-	do {                                    \
-		if (OPT_FITS(size, field))      \
-			o->field = user->field; \
-	} while (0)
-	TAKE(huge_page_size);
-	TAKE(huge_mode);
-	TAKE(prefault_threads);
-	TAKE(prefault);
-	TAKE(lock);
-	TAKE(on_map);
-	TAKE(on_unmap);
-	TAKE(hook_arg);
-#undef TAKE
+	int rc = util_opts_load(o, sizeof(*o), user, "hc_mem_alloc: opts");
+	if (rc)
+		return rc;
 	if (o->huge_mode != HC_HUGE_OFF && o->huge_mode != HC_HUGE_THP &&
 	    o->huge_mode != HC_HUGE_PREFER && o->huge_mode != HC_HUGE_REQUIRED)
 		return util_fail(-EINVAL, "hc_mem_alloc: opts->huge_mode %d is not off, thp, prefer "
@@ -292,7 +257,7 @@ int hc_mem_alloc(size_t len, const struct hc_mem_opts *opts, struct hc_mem **out
 	if (len == 0)
 		return util_fail(-EINVAL, "hc_mem_alloc: len is 0");
 
-	struct hc_mem *m = calloc(1, sizeof(*m));
+	struct hc_mem *m = hc_fault_calloc(1, sizeof(*m));
 	if (!m)
 		return util_fail(-ENOMEM, "hc_mem_alloc: out of memory for the region handle");
 	m->len = len;
@@ -458,7 +423,7 @@ int hc_mem_opts_from_config(struct hc_mem_opts *opts, const struct hc_config *cf
 		return util_fail(-EINVAL, "hc_mem_opts_from_config: %s is NULL",
 				 opts ? "cfg" : "opts");
 	size_t size = opts->struct_size;
-	if (!OPT_FITS(size, struct_size) || size > MEM_OPTS_SIZE_MAX)
+	if (!OPT_FITS(size, struct_size) || size > UTIL_OPTS_SIZE_MAX)
 		return util_fail(-EINVAL, "hc_mem_opts_from_config: opts->struct_size is %zu; "
 				 "initialise opts with hc_mem_opts_init() first", size);
 

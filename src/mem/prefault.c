@@ -14,10 +14,10 @@
 #define _GNU_SOURCE
 #include "mem/mem_internal.h"
 #include "mem/os.h"
+#include "util/thread.h"
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 
 struct prefault_range {
@@ -70,14 +70,9 @@ int mem_prefault(void *addr, size_t len, size_t page, size_t granule, unsigned t
 	/* The last range also takes a tail shorter than a granule. */
 	r[n - 1].len += len - (size_t)(p - (char *)addr);
 
-	/* Helpers start with every signal blocked: the embedding program's
-	 * handlers must not run on threads it does not know about. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* Helpers start with every signal blocked (util/thread.h). */
 	for (size_t i = 1; i < n; i++)
-		r[i].started = !pthread_create(&r[i].thread, NULL, prefault_worker, &r[i]);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+		r[i].started = !hc_thread_start(&r[i].thread, prefault_worker, &r[i]);
 
 	prefault_worker(&r[0]);
 	int rc = r[0].rc;

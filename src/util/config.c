@@ -40,6 +40,19 @@ struct config_key {
  * "(set)"), and no message quotes them. */
 static const char *const secret_keys[] = {"access_key", "secret_key", "session_token", NULL};
 
+/* An endpoint URL with any "user:password@" shown as "***@". */
+static void redact_userinfo(const char *url, char *out, size_t size)
+{
+	const char *sep = strstr(url, "://");
+	size_t start = sep ? (size_t)(sep - url) + 3 : 0;
+	size_t end = start + strcspn(url + start, "/?#");
+	const char *at = memrchr(url + start, '@', end - start);
+	if (at)
+		snprintf(out, size, "%.*s***@%s", (int)start, url, at + 1);
+	else
+		snprintf(out, size, "%s", url);
+}
+
 static bool key_is_secret(const char *name)
 {
 	for (const char *const *k = secret_keys; *k; k++)
@@ -85,14 +98,21 @@ static const struct config_key config_table[] = {
 	 "pages per io_uring submission / in flight on the thread engine"},
 	{"io_threads", HC_CONFIG_INT, "HICACHE_IO_THREADS", "8", 1, 256, NULL,
 	 "worker threads of the thread engine"},
-	{"capacity_gb", HC_CONFIG_NUMBER, "HICACHE_L3_CAPACITY_GB", "0", 0, 1e12, NULL,
+	/* At most 1.8e10: the store converts GB * 1e9 to a 64-bit byte count. */
+	{"capacity_gb", HC_CONFIG_NUMBER, "HICACHE_L3_CAPACITY_GB", "0", 0, 1.8e10, NULL,
 	 "file backend capacity in GB; the cleaner deletes the oldest pages above it (0 = none)"},
 	{"l3_cleaner_high_watermark", HC_CONFIG_NUMBER, "HICACHE_L3_CLEANER_HIGH_WATERMARK", "80",
 	 1, 100, NULL, "file system use (%) at which the cleaner starts deleting the oldest pages"},
 	{"l3_cleaner_low_watermark", HC_CONFIG_NUMBER, "HICACHE_L3_CLEANER_LOW_WATERMARK", "70", 0,
 	 100, NULL, "file system use (%) the cleaner deletes down to"},
+	{"l3_file_shared_group", HC_CONFIG_BOOL, "HICACHE_L3_FILE_SHARED_GROUP", "false", 0, 0, NULL,
+	 "file store: accept base dirs and buckets writable by their group (everyone in the "
+	 "group is trusted) and make files group-readable"},
 	{"l3_cleaner_interval_s", HC_CONFIG_NUMBER, "HICACHE_L3_CLEANER_INTERVAL_S", "30", 0, 86400,
 	 NULL, "seconds between cleaner passes (0 = no cleaner thread)"},
+	{"l3_file_temp_max_age_s", HC_CONFIG_NUMBER, "HICACHE_L3_FILE_TEMP_MAX_AGE_S", "600", 60,
+	 3.1e7, NULL, "file store: the cleaner removes temp files older than this (a dead "
+	 "writer's)"},
 	/* store/mem: the in-process backend */
 	{"mem_capacity_bytes", HC_CONFIG_INT, "HICACHE_MEM_CAPACITY_BYTES", "0", 0, 9e18, NULL,
 	 "mem backend byte cap; least recently used objects go first (0 = none)"},
@@ -616,6 +636,8 @@ void hc_config_foreach(const struct hc_config *cfg, hc_config_visit_fn fn, void 
 		case HC_CONFIG_STRING:
 			if (key_is_secret(k->name))
 				snprintf(text, sizeof(text), "%s", v->s && *v->s ? "(set)" : "");
+			else if (v->s && !strcmp(k->name, "endpoint"))
+				redact_userinfo(v->s, text, sizeof(text));
 			else
 				snprintf(text, sizeof(text), "%s", v->s ? v->s : "");
 			break;

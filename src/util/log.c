@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #define LOG_LINE_MAX 1024
 
@@ -21,6 +22,7 @@ static pthread_rwlock_t handler_lock = PTHREAD_RWLOCK_INITIALIZER;
 static hc_log_fn handler_fn;
 static void *handler_arg;
 static _Thread_local char last_error[LOG_LINE_MAX];
+static _Thread_local unsigned fail_seq; /* failures recorded on this thread */
 
 static const char *const level_names[] = {"off", "error", "warn", "info", "debug", "trace"};
 
@@ -110,14 +112,104 @@ void util_log(enum hc_log_level level, const char *fmt, ...)
 	va_end(ap);
 }
 
+static void record(const char *fmt, va_list ap)
+{
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	fail_seq++;
+}
+
 int util_fail(int rc, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	record(fmt, ap);
 	va_end(ap);
 	if (util_log_enabled(HC_LOG_ERROR))
 		emit(HC_LOG_ERROR, last_error);
+	return rc;
+}
+
+unsigned util_fail_mark(void)
+{
+	return fail_seq;
+}
+
+int util_fail_ctx(unsigned mark, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (fail_seq != mark) {
+		/* The callee said what went wrong; keep its words. */
+		if (util_log_enabled(HC_LOG_DEBUG)) {
+			char line[LOG_LINE_MAX];
+			vsnprintf(line, sizeof(line), fmt, ap);
+			emit(HC_LOG_DEBUG, line);
+		}
+		va_end(ap);
+		return rc;
+	}
+	record(fmt, ap);
+	va_end(ap);
+	if (util_log_enabled(HC_LOG_ERROR))
+		emit(HC_LOG_ERROR, last_error);
+	return rc;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+bool hc_log_limit_pass(struct hc_log_limit *l, uint64_t now, uint64_t *suppressed)
+{
+	uint64_t next = atomic_load_explicit(&l->next_ns, memory_order_relaxed);
+	/* One thread wins the interval's line; the others count themselves. */
+	if (now < next || !atomic_compare_exchange_strong(&l->next_ns, &next, now + l->interval_ns)) {
+		atomic_fetch_add_explicit(&l->suppressed, 1, memory_order_relaxed);
+		return false;
+	}
+	*suppressed = atomic_exchange(&l->suppressed, 0);
+	return true;
+}
+
+static void vlog_limited(struct hc_log_limit *l, enum hc_log_level level, const char *fmt,
+			 va_list ap)
+{
+	uint64_t dropped;
+	if (!hc_log_limit_pass(l, now_ns(), &dropped))
+		return;
+	char line[LOG_LINE_MAX];
+	int n = vsnprintf(line, sizeof(line), fmt, ap);
+	if (dropped && n >= 0 && (size_t)n < sizeof(line))
+		snprintf(line + n, sizeof(line) - (size_t)n,
+			 " (%llu similar lines suppressed in the last %llu s)",
+			 (unsigned long long)dropped,
+			 (unsigned long long)(l->interval_ns / 1000000000ull));
+	emit(level, line);
+}
+
+void util_log_limited(struct hc_log_limit *l, enum hc_log_level level, const char *fmt, ...)
+{
+	/* A disabled level costs neither the clock nor the count. */
+	if (!util_log_enabled(level))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vlog_limited(l, level, fmt, ap);
+	va_end(ap);
+}
+
+int util_fail_limited(struct hc_log_limit *l, enum hc_log_level level, int rc, const char *fmt,
+		      ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	record(fmt, ap);
+	va_end(ap);
+	if (util_log_enabled(level))
+		util_log_limited(l, level, "%s", last_error);
 	return rc;
 }
 

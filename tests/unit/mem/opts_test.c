@@ -105,7 +105,7 @@ static struct hc_config *config(const char *json)
 	struct hc_config *cfg = NULL;
 	int rc = hc_config_create(json, &cfg);
 	if (rc)
-		fail_msg("hc_config_create(%s): %s", json, hc_last_error());
+		fail_msg("hc_config_create(%s): %s", json ? json : "NULL", hc_last_error());
 	return cfg;
 }
 

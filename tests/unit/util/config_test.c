@@ -206,6 +206,22 @@ static void test_foreach(void **state)
 	hc_config_destroy(cfg);
 }
 
+/* capacity_gb's bound keeps GB * 1e9 inside a 64-bit byte count (issue 15
+ * item 10: the key allowed 1e12, the conversion overflowed above ~1.8e10). */
+static void test_capacity_bound(void **state)
+{
+	(void)state;
+	struct hc_config *cfg;
+	double gb;
+	assert_int_equal(hc_config_create(NULL, &cfg), 0);
+	assert_int_not_equal(hc_config_set(cfg, "capacity_gb", "1e12"), 0);
+	assert_int_not_equal(hc_config_set(cfg, "capacity_gb", "2e10"), 0);
+	assert_int_equal(hc_config_set(cfg, "capacity_gb", "1.8e10"), 0);
+	assert_int_equal(hc_config_get_number(cfg, "capacity_gb", &gb), 0);
+	assert_true(gb * 1e9 < 18446744073709551616.0);
+	hc_config_destroy(cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -217,6 +233,7 @@ int main(void)
 		cmocka_unit_test_setup(test_file, setup),
 		cmocka_unit_test_setup(test_getters_and_set, setup),
 		cmocka_unit_test_setup(test_foreach, setup),
+		cmocka_unit_test_setup(test_capacity_bound, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
