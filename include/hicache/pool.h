@@ -8,20 +8,28 @@
  *               layer_first        (2, layers, tokens, heads, head_dim)
  *               page_first         (2, tokens, layers, heads, head_dim)
  *               page_first_direct  (2, pages, layers, page_size, heads, head_dim)
+ *               page_head          (2, pages, heads, page_size, layers, head_dim)
  *   KV (MLA)  the same without the leading K/V axis (one latent buffer)
  *   Mamba     page_size 1; one temporal buffer (slots, layers, temporal
  *             bytes; may be empty) and N conv buffers (slots, layers, conv bytes)
  *   indexer   one buffer of pages x page_bytes (any page_bytes, e.g. not a
  *             multiple of 4096)
  *   anchor    logical: slots only, no data (gates side pools in storage)
+ *   segments  generic (SWA, DeepSeek-V4 side pools, asymmetric K/V): N
+ *             buffers, page p of buffer i at base_i + p x stride_i, seg_len_i bytes
+ *
+ * Pools are created (the library maps their memory) or wrapped over memory
+ * the caller owns (hc_pool_wrap_*: an engine's host tensors).
  *
  * Flat page: the bytes of one page as stored in a single object: K half then
  * V half, each in the layout's order (page_first: tokens, layers, heads,
- * head_dim; the others: layers, tokens, heads, head_dim); Mamba: temporal
- * bytes then each conv buffer's bytes; indexer: the page's bytes.
+ * head_dim; page_head: heads, tokens, layers, head_dim; the others: layers,
+ * tokens, heads, head_dim); Mamba: temporal bytes then each conv buffer's
+ * bytes; indexer: the page's bytes; segments: each buffer's segment.
  *
  * Zero-copy segments: for layouts that keep a page contiguous within each
- * buffer (page_first, page_first_direct, Mamba, indexer), a page is one
+ * buffer (page_first, page_first_direct, page_head, Mamba, indexer,
+ * segments), a page is one
  * (address, length) per buffer, in order K, V (MLA: one), temporal then
  * conv i (empty buffers are skipped). Their concatenation is the flat page.
  *
@@ -46,17 +54,21 @@ struct hc_pool;
 struct hc_pool_group;
 struct hc_slots;
 
+/* Values are stored in object trailers: append only. */
 enum hc_pool_kind {
 	HC_POOL_KV,
 	HC_POOL_MAMBA,
 	HC_POOL_INDEXER,
 	HC_POOL_ANCHOR,
+	HC_POOL_SEGMENTS, /* generic: buffers described one by one (hc_pool_wrap_segments) */
 };
 
+/* Values are stored in object trailers: append only. */
 enum hc_kv_layout {
 	HC_LAYOUT_LAYER_FIRST,
 	HC_LAYOUT_PAGE_FIRST,
 	HC_LAYOUT_PAGE_FIRST_DIRECT,
+	HC_LAYOUT_PAGE_HEAD, /* (2, pages, heads, page_size, layers, head_dim) */
 };
 
 #define HC_MAMBA_MAX_CONV 8
@@ -109,13 +121,70 @@ HC_API int hc_pool_create_mamba(const struct hc_mamba_geometry *geo,
 HC_API int hc_pool_create_indexer(const struct hc_indexer_geometry *geo,
 				  const struct hc_mem_opts *mem_opts, struct hc_pool **out);
 HC_API int hc_pool_create_anchor(const struct hc_anchor_geometry *geo, struct hc_pool **out);
-/* Accepts NULL. */
+
+/*
+ * Pools over caller-owned memory (an engine's own host tensors). They never
+ * allocate, unmap, mlock or pin that memory; it must stay valid until
+ * hc_pool_destroy(), which frees only the pool's own bookkeeping (its slot
+ * allocator included). A wrapped pool behaves as a created pool of the
+ * same geometry in every way: same segments, flat page, alignment answer
+ * and object trailers (geometry tag), so created and wrapped pools read
+ * each other's pages. Each checks that every buffer is long enough for
+ * every page and returns -EINVAL naming the buffer and the bytes it needs
+ * otherwise (also for a NULL base, a zero dimension, a bad layout).
+ *
+ * hc_pool_wrap_kv: nbufs 1 = one buffer as SGLang's kv_buffer (MHA: the K
+ * half then the V half, V at layers x pages x page_size x heads x head_dim
+ * x elem_bytes; MLA: the latent buffer); nbufs 2 (MHA only) = separate K
+ * and V buffers, each one half. Every layout.
+ * hc_pool_wrap_mamba: temporal may be NULL (or of length 0) exactly when
+ * geo->temporal_bytes is 0; conv holds geo->nconv buffers, buffer i of
+ * slots x layers x conv_bytes[i] bytes.
+ * hc_pool_wrap_indexer: one buffer of pages x page_bytes.
+ * A buffer may be longer than it needs; hc_pool_regions() reports the
+ * regions as given (kv: nbufs of them; mamba: temporal if any, then conv).
+ * Returns 0, -EINVAL, -ENOMEM; *out is NULL on failure.
+ */
+HC_API int hc_pool_wrap_kv(const struct hc_kv_geometry *geo, const struct hc_region *bufs,
+			   unsigned nbufs, struct hc_pool **out);
+HC_API int hc_pool_wrap_mamba(const struct hc_mamba_geometry *geo, const struct hc_region *temporal,
+			      const struct hc_region *conv, struct hc_pool **out);
+HC_API int hc_pool_wrap_indexer(const struct hc_indexer_geometry *geo, const struct hc_region *buf,
+				struct hc_pool **out);
+
+/* One buffer of a generic pool (SWA, DeepSeek-V4 side pools, asymmetric
+ * K/V, ...): page p of it is [base + p * page_stride, + seg_len). */
+struct hc_segment_buffer {
+	void *base;
+	size_t len;            /* bytes of the buffer: >= (pages - 1) * page_stride + seg_len */
+	uint64_t page_stride;  /* >= seg_len */
+	uint64_t seg_len;      /* > 0 */
+	enum hc_component component; /* HC_COMP_K, HC_COMP_V or HC_COMP_PLAIN; names its object */
+	uint32_t index;
+};
+/* A pool of kind HC_POOL_SEGMENTS over n (1..HC_MAMBA_MAX_CONV + 1)
+ * buffers: contiguous, flat page = the buffers' segments in order. Its
+ * geometry tag covers pages' tokens, n and every seg_len, component and
+ * index. Never allocates the buffers. hc_pool_regions() gives each
+ * buffer's (base, len). As a side pool its zero-copy objects are named as
+ * other pools' ("_<pool>" for one buffer, "_<pool>_k"/"_<pool>_v" for a K
+ * then V pair, else "_<pool>_<i>" by position); it may also be the store's
+ * anchor (asymmetric K/V) when its components name its objects apart
+ * (K and V, or one buffer).
+ * Returns 0, -EINVAL (n, pages or page_tokens 0, a NULL base, seg_len 0 or
+ * above page_stride, another component, a buffer too short: the message
+ * names the buffer and the bytes it needs), -ENOMEM. */
+HC_API int hc_pool_wrap_segments(const struct hc_segment_buffer *bufs, unsigned n, uint64_t pages,
+				 uint32_t page_tokens, struct hc_pool **out);
+
+/* Accepts NULL. Created pools: frees the memory; wrapped pools: only the
+ * pool's own state. */
 HC_API void hc_pool_destroy(struct hc_pool *pool);
 
 HC_API enum hc_pool_kind hc_pool_kind(const struct hc_pool *pool);
 HC_API const char *hc_pool_kind_name(enum hc_pool_kind kind);
 HC_API const char *hc_kv_layout_name(enum hc_kv_layout layout);
-/* "layer_first", "page_first", "page_first_direct". Returns 0 or -EINVAL. */
+/* "layer_first", "page_first", "page_first_direct", "page_head". Returns 0 or -EINVAL. */
 HC_API int hc_kv_layout_parse(const char *text, enum hc_kv_layout *out);
 
 HC_API uint64_t hc_pool_pages(const struct hc_pool *pool);
@@ -146,8 +215,9 @@ HC_API int hc_pool_page_segments(const struct hc_pool *pool, uint64_t page,
 HC_API int hc_pool_gather(const struct hc_pool *pool, uint64_t page, void *dst, size_t len);
 HC_API int hc_pool_scatter(struct hc_pool *pool, uint64_t page, const void *src, size_t len);
 
-/* Memory regions of the pool (to register with an I/O engine). Returns the
- * count written (at most max), 0 for an anchor pool. */
+/* Memory regions of the pool (to register with an I/O engine): one for a
+ * created pool, one per buffer for a wrapped one. Returns the count
+ * written (at most max), 0 for an anchor pool. */
 HC_API unsigned hc_pool_regions(const struct hc_pool *pool, struct hc_region *out, unsigned max);
 
 /* The pool's slot allocator (owned by the pool). */
@@ -171,7 +241,7 @@ HC_API bool hc_slots_is_allocated(const struct hc_slots *slots, uint64_t page);
 
 /*
  * Pool group: named pools (kv, mamba, swa, indexer, ...) with exactly one
- * anchor (a KV or anchor pool). The group owns the pools it holds.
+ * anchor (a KV, anchor or segments pool). The group owns the pools it holds.
  */
 HC_API int hc_pool_group_create(struct hc_pool_group **out);
 /* Destroys the group and every pool in it. Accepts NULL. */

@@ -24,7 +24,7 @@ int hc_pool_group_create(struct hc_pool_group **out)
 {
 	if (!out)
 		return util_fail(-EINVAL, "hc_pool_group_create: out is NULL");
-	*out = calloc(1, sizeof(**out));
+	*out = hc_fault_calloc(1, sizeof(**out));
 	if (!*out)
 		return -ENOMEM;
 	(*out)->anchor = -1;
@@ -56,15 +56,16 @@ int hc_pool_group_add(struct hc_pool_group *g, const char *name, struct hc_pool 
 			return util_fail(-EEXIST, "pool group: pool is already in the group as '%s'",
 					 g->entries[i].name);
 	}
-	if (anchor && pool->kind != HC_POOL_KV && pool->kind != HC_POOL_ANCHOR)
-		return util_fail(-EINVAL, "pool group: anchor '%s' must be a kv or anchor pool, "
-				 "not %s", name, hc_pool_kind_name(pool->kind));
+	if (anchor && pool->kind != HC_POOL_KV && pool->kind != HC_POOL_ANCHOR &&
+	    pool->kind != HC_POOL_SEGMENTS)
+		return util_fail(-EINVAL, "pool group: anchor '%s' must be a kv or anchor pool (or "
+				 "segments), not %s", name, hc_pool_kind_name(pool->kind));
 	if (anchor && g->anchor >= 0)
 		return util_fail(-EEXIST, "pool group: '%s' is already the anchor",
 				 g->entries[g->anchor].name);
 	if (g->count == g->cap) {
 		size_t cap = g->cap ? g->cap * 2 : 4;
-		struct group_entry *grown = realloc(g->entries, cap * sizeof(*grown));
+		struct group_entry *grown = hc_fault_realloc(g->entries, cap * sizeof(*grown));
 		if (!grown)
 			return -ENOMEM;
 		g->entries = grown;

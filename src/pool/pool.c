@@ -1,10 +1,12 @@
 /*
  * Host pools: geometry, zero-copy segments, gather and scatter.
  *
- * Every kind is described by up to POOL_MAX_BUFFERS buffers inside one
- * mapping, so the generic code (segments, alignment, gather/scatter of
- * contiguous pages) never switches on the kind. Only layer_first KV is not
- * contiguous: a page there is one run per layer in each half:
+ * Every kind is described by up to POOL_MAX_BUFFERS buffers (a plan per
+ * kind: pool_plan_*), placed in one mapping for a created pool or on the
+ * caller's memory for a wrapped one (wrap.c), so the generic code
+ * (segments, alignment, gather/scatter of contiguous pages) never switches
+ * on the kind. Only layer_first KV is not contiguous: a page there is one
+ * run per layer in each half:
  *
  *   K half: | layer 0: tok 0 .. tok T-1 | layer 1: ... |   (T = pages * page_size)
  *   page p of layer l = K + l * T * tok_bytes + p * page_size * tok_bytes
@@ -17,6 +19,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,15 +32,17 @@ const char *hc_pool_kind_name(enum hc_pool_kind kind)
 	case HC_POOL_MAMBA: return "mamba";
 	case HC_POOL_INDEXER: return "indexer";
 	case HC_POOL_ANCHOR: return "anchor";
+	case HC_POOL_SEGMENTS: return "segments";
 	}
 	return "unknown";
 }
 
-static const char *const layout_names[] = {"layer_first", "page_first", "page_first_direct"};
+static const char *const layout_names[] = {"layer_first", "page_first", "page_first_direct",
+					   "page_head"};
 
 const char *hc_kv_layout_name(enum hc_kv_layout layout)
 {
-	if ((unsigned)layout > HC_LAYOUT_PAGE_FIRST_DIRECT)
+	if ((unsigned)layout > HC_LAYOUT_PAGE_HEAD)
 		return "unknown";
 	return layout_names[layout];
 }
@@ -46,14 +51,14 @@ int hc_kv_layout_parse(const char *text, enum hc_kv_layout *out)
 {
 	if (!text || !out)
 		return util_fail(-EINVAL, "layout: NULL argument");
-	for (unsigned i = 0; i <= HC_LAYOUT_PAGE_FIRST_DIRECT; i++) {
+	for (unsigned i = 0; i <= HC_LAYOUT_PAGE_HEAD; i++) {
 		if (!strcmp(text, layout_names[i])) {
 			*out = (enum hc_kv_layout)i;
 			return 0;
 		}
 	}
-	return util_fail(-EINVAL, "layout '%s' is not layer_first, page_first or page_first_direct",
-			 text);
+	return util_fail(-EINVAL, "layout '%s' is not layer_first, page_first, page_first_direct "
+			 "or page_head", text);
 }
 
 void hc_pool_destroy(struct hc_pool *pool)
@@ -61,32 +66,70 @@ void hc_pool_destroy(struct hc_pool *pool)
 	if (!pool)
 		return;
 	hc_slots_destroy(pool->slots);
-	hc_mem_free(pool->mem);
+	hc_mem_free(pool->mem); /* NULL for a wrapped pool: the caller's memory stays */
 	free(pool);
 }
 
-/* Allocate the pool, its slots and `bytes` of memory (none for 0). */
-static int pool_new(enum hc_pool_kind kind, uint64_t pages, uint64_t bytes,
-		    const struct hc_mem_opts *mem_opts, struct hc_pool **out)
+int pool_from_plan(const struct pool_plan *p, const void *geo, size_t geo_len,
+		   uint8_t *const *bases, struct hc_mem *mem, struct hc_pool **out)
 {
-	struct hc_pool *pool = calloc(1, sizeof(*pool));
+	struct hc_pool *pool = hc_fault_calloc(1, sizeof(*pool));
 	if (!pool)
 		return -ENOMEM;
-	pool->kind = kind;
-	pool->pages = pages;
-	int rc = hc_slots_create(pages, &pool->slots);
-	if (!rc && bytes) {
-		if (bytes > SIZE_MAX)
-			rc = util_fail(-EINVAL, "pool: %llu bytes do not fit in memory",
-				       (unsigned long long)bytes);
-		else
-			rc = hc_mem_alloc((size_t)bytes, mem_opts, &pool->mem);
-	}
+	int rc = hc_slots_create(p->pages, &pool->slots);
 	if (rc) {
-		hc_pool_destroy(pool);
+		free(pool);
 		return rc;
 	}
+	pool->kind = p->kind;
+	pool->pages = p->pages;
+	pool->page_tokens = p->page_tokens;
+	pool->page_bytes = p->page_bytes;
+	pool->contiguous = p->contiguous;
+	pool->nbuffers = p->nbuffers;
+	for (unsigned i = 0; i < p->nbuffers; i++) {
+		pool->buffers[i] = p->buffers[i];
+		pool->buffers[i].base = bases[i];
+	}
+	if (geo)
+		memcpy(&pool->geo, geo, geo_len);
+	pool->mem = mem;
 	*out = pool;
+	return 0;
+}
+
+/* Create a pool of the plan in one mapping: buffers back to back, each
+ * starting on a multiple of base_align (KV: 1, so V follows K as in one
+ * (2, ...) array; Mamba: 4 KiB, like separately allocated arrays). */
+static int pool_create(const struct pool_plan *p, uint64_t base_align, const void *geo,
+		       size_t geo_len, const struct hc_mem_opts *mem_opts, struct hc_pool **out)
+{
+	uint64_t offset[POOL_MAX_BUFFERS], total = 0;
+	for (unsigned i = 0; i < p->nbuffers; i++) {
+		if (!util_round_up(total, base_align, &offset[i]) ||
+		    __builtin_add_overflow(offset[i], p->bytes[i], &total))
+			return util_fail(-EINVAL, "%s geometry: sizes overflow 64 bits",
+					 hc_pool_kind_name(p->kind));
+	}
+	if (total > SIZE_MAX)
+		return util_fail(-EINVAL, "pool: %llu bytes do not fit in memory",
+				 (unsigned long long)total);
+	struct hc_mem *mem = NULL;
+	int rc = total ? hc_mem_alloc((size_t)total, mem_opts, &mem) : 0;
+	if (rc)
+		return rc;
+	uint8_t *bases[POOL_MAX_BUFFERS];
+	for (unsigned i = 0; i < p->nbuffers; i++)
+		bases[i] = (uint8_t *)hc_mem_addr(mem) + offset[i];
+	rc = pool_from_plan(p, geo, geo_len, bases, mem, out);
+	if (rc) {
+		hc_mem_free(mem);
+		return rc;
+	}
+	if (mem) {
+		(*out)->nregions = 1;
+		(*out)->regions[0] = (struct hc_region){hc_mem_addr(mem), hc_mem_len(mem)};
+	}
 	return 0;
 }
 
@@ -102,12 +145,8 @@ static int overflow(const char *what)
 	return util_fail(-EINVAL, "%s geometry: sizes overflow 64 bits", what);
 }
 
-int hc_pool_create_kv(const struct hc_kv_geometry *g, const struct hc_mem_opts *mem_opts,
-		      struct hc_pool **out)
+int pool_plan_kv(const struct hc_kv_geometry *g, struct pool_plan *p)
 {
-	if (!g || !out)
-		return util_fail(-EINVAL, "hc_pool_create_kv: NULL argument");
-	*out = NULL;
 	int rc;
 	if ((rc = need_nonzero("kv", "layers", g->layers)) ||
 	    (rc = need_nonzero("kv", "heads", g->heads)) ||
@@ -116,7 +155,7 @@ int hc_pool_create_kv(const struct hc_kv_geometry *g, const struct hc_mem_opts *
 	    (rc = need_nonzero("kv", "page_size", g->page_size)) ||
 	    (rc = need_nonzero("kv", "pages", g->pages)))
 		return rc;
-	if ((unsigned)g->layout > HC_LAYOUT_PAGE_FIRST_DIRECT)
+	if ((unsigned)g->layout > HC_LAYOUT_PAGE_HEAD)
 		return util_fail(-EINVAL, "kv geometry: unknown layout %d", (int)g->layout);
 
 	uint64_t tok_bytes, tokens, run, page_len, half, total;
@@ -126,20 +165,18 @@ int hc_pool_create_kv(const struct hc_kv_geometry *g, const struct hc_mem_opts *
 	    !util_mul(tok_bytes, g->page_size, &run) || !util_mul(run, g->layers, &page_len) ||
 	    !util_mul(page_len, g->pages, &half) || !util_mul(half, g->mla ? 1 : 2, &total))
 		return overflow("kv");
-
-	struct hc_pool *pool;
-	rc = pool_new(HC_POOL_KV, g->pages, total, mem_opts, &pool);
-	if (rc)
-		return rc;
-	pool->geo.kv = *g;
-	pool->page_tokens = g->page_size;
-	pool->page_bytes = total / g->pages;
-	pool->contiguous = g->layout != HC_LAYOUT_LAYER_FIRST;
-	pool->nbuffers = g->mla ? 1 : 2;
-	uint8_t *base = hc_mem_addr(pool->mem);
-	for (unsigned b = 0; b < pool->nbuffers; b++) {
-		struct pool_buffer *buf = &pool->buffers[b];
-		buf->base = base + (uint64_t)b * half;
+	*p = (struct pool_plan){
+		.kind = HC_POOL_KV,
+		.pages = g->pages,
+		.page_tokens = g->page_size,
+		.page_bytes = total / g->pages,
+		/* page_head keeps a page contiguous too: (heads, page_size,
+		 * layers, head_dim) within each half. */
+		.contiguous = g->layout != HC_LAYOUT_LAYER_FIRST,
+		.nbuffers = g->mla ? 1 : 2,
+	};
+	for (unsigned b = 0; b < p->nbuffers; b++) {
+		struct pool_buffer *buf = &p->buffers[b];
 		buf->page_len = page_len;
 		buf->component = b == 0 ? HC_COMP_K : HC_COMP_V;
 		if (g->layout == HC_LAYOUT_LAYER_FIRST) {
@@ -148,17 +185,26 @@ int hc_pool_create_kv(const struct hc_kv_geometry *g, const struct hc_mem_opts *
 		} else {
 			buf->page_stride = page_len;
 		}
+		p->bytes[b] = half;
+		snprintf(p->what[b], sizeof(p->what[b]), "%s", g->mla ? "the latent buffer"
+							       : b ? "the V half" : "the K half");
 	}
-	*out = pool;
 	return 0;
 }
 
-int hc_pool_create_mamba(const struct hc_mamba_geometry *g, const struct hc_mem_opts *mem_opts,
-			 struct hc_pool **out)
+int hc_pool_create_kv(const struct hc_kv_geometry *g, const struct hc_mem_opts *mem_opts,
+		      struct hc_pool **out)
 {
 	if (!g || !out)
-		return util_fail(-EINVAL, "hc_pool_create_mamba: NULL argument");
+		return util_fail(-EINVAL, "hc_pool_create_kv: NULL argument");
 	*out = NULL;
+	struct pool_plan p;
+	int rc = pool_plan_kv(g, &p);
+	return rc ? rc : pool_create(&p, 1, g, sizeof(*g), mem_opts, out);
+}
+
+int pool_plan_mamba(const struct hc_mamba_geometry *g, struct pool_plan *p)
+{
 	int rc;
 	if ((rc = need_nonzero("mamba", "slots", g->slots)) ||
 	    (rc = need_nonzero("mamba", "layers", g->layers)))
@@ -172,46 +218,65 @@ int hc_pool_create_mamba(const struct hc_mamba_geometry *g, const struct hc_mem_
 		if (g->conv_bytes[i] == 0)
 			return util_fail(-EINVAL, "mamba geometry: conv_bytes[%u] must be > 0", i);
 
-	/* Buffers back to back, each starting on a 4 KiB boundary like a
-	 * separately allocated array would. */
-	struct pool_buffer bufs[POOL_MAX_BUFFERS];
-	unsigned n = 0;
-	uint64_t offset = 0, flat = 0;
+	*p = (struct pool_plan){.kind = HC_POOL_MAMBA, .pages = g->slots, .page_tokens = 1,
+				.contiguous = true};
 	for (int i = -1; i < (int)g->nconv; i++) {
 		uint64_t per_layer = i < 0 ? g->temporal_bytes : g->conv_bytes[i];
 		if (per_layer == 0)
 			continue;
 		uint64_t stride, bytes;
 		if (!util_mul(per_layer, g->layers, &stride) || !util_mul(stride, g->slots, &bytes) ||
-		    !util_round_up(offset, BASE_ALIGN, &offset) ||
-		    __builtin_add_overflow(flat, stride, &flat))
+		    __builtin_add_overflow(p->page_bytes, stride, &p->page_bytes))
 			return overflow("mamba");
-		bufs[n] = (struct pool_buffer){
-			.base = (uint8_t *)(uintptr_t)offset,
+		unsigned n = p->nbuffers++;
+		p->buffers[n] = (struct pool_buffer){
 			.page_stride = stride,
 			.page_len = stride,
 			.component = i < 0 ? HC_COMP_MAMBA_TEMPORAL : HC_COMP_MAMBA_CONV,
 			.index = i < 0 ? 0 : (uint32_t)i,
 		};
-		n++;
-		if (__builtin_add_overflow(offset, bytes, &offset))
-			return overflow("mamba");
+		p->bytes[n] = bytes;
+		if (i < 0)
+			snprintf(p->what[n], sizeof(p->what[n]), "the temporal buffer");
+		else
+			snprintf(p->what[n], sizeof(p->what[n]), "conv buffer %d", i);
 	}
-	struct hc_pool *pool;
-	rc = pool_new(HC_POOL_MAMBA, g->slots, offset, mem_opts, &pool);
-	if (rc)
+	return 0;
+}
+
+int hc_pool_create_mamba(const struct hc_mamba_geometry *g, const struct hc_mem_opts *mem_opts,
+			 struct hc_pool **out)
+{
+	if (!g || !out)
+		return util_fail(-EINVAL, "hc_pool_create_mamba: NULL argument");
+	*out = NULL;
+	struct pool_plan p;
+	int rc = pool_plan_mamba(g, &p);
+	return rc ? rc : pool_create(&p, BASE_ALIGN, g, sizeof(*g), mem_opts, out);
+}
+
+int pool_plan_indexer(const struct hc_indexer_geometry *g, struct pool_plan *p)
+{
+	int rc;
+	if ((rc = need_nonzero("indexer", "pages", g->pages)) ||
+	    (rc = need_nonzero("indexer", "page_size", g->page_size)) ||
+	    (rc = need_nonzero("indexer", "page_bytes", g->page_bytes)))
 		return rc;
-	pool->geo.mamba = *g;
-	pool->page_tokens = 1;
-	pool->page_bytes = flat;
-	pool->contiguous = true;
-	pool->nbuffers = n;
-	uint8_t *base = hc_mem_addr(pool->mem);
-	for (unsigned i = 0; i < n; i++) {
-		pool->buffers[i] = bufs[i];
-		pool->buffers[i].base = base + (uintptr_t)bufs[i].base;
-	}
-	*out = pool;
+	uint64_t total;
+	if (!util_mul(g->pages, g->page_bytes, &total))
+		return overflow("indexer");
+	*p = (struct pool_plan){
+		.kind = HC_POOL_INDEXER,
+		.pages = g->pages,
+		.page_tokens = g->page_size,
+		.page_bytes = g->page_bytes,
+		.contiguous = true,
+		.nbuffers = 1,
+		.buffers = {{.page_stride = g->page_bytes, .page_len = g->page_bytes,
+			     .component = HC_COMP_PLAIN}},
+		.bytes = {total},
+		.what = {"the buffer"},
+	};
 	return 0;
 }
 
@@ -221,31 +286,9 @@ int hc_pool_create_indexer(const struct hc_indexer_geometry *g,
 	if (!g || !out)
 		return util_fail(-EINVAL, "hc_pool_create_indexer: NULL argument");
 	*out = NULL;
-	int rc;
-	if ((rc = need_nonzero("indexer", "pages", g->pages)) ||
-	    (rc = need_nonzero("indexer", "page_size", g->page_size)) ||
-	    (rc = need_nonzero("indexer", "page_bytes", g->page_bytes)))
-		return rc;
-	uint64_t total;
-	if (!util_mul(g->pages, g->page_bytes, &total))
-		return overflow("indexer");
-	struct hc_pool *pool;
-	rc = pool_new(HC_POOL_INDEXER, g->pages, total, mem_opts, &pool);
-	if (rc)
-		return rc;
-	pool->geo.indexer = *g;
-	pool->page_tokens = g->page_size;
-	pool->page_bytes = g->page_bytes;
-	pool->contiguous = true;
-	pool->nbuffers = 1;
-	pool->buffers[0] = (struct pool_buffer){
-		.base = hc_mem_addr(pool->mem),
-		.page_stride = g->page_bytes,
-		.page_len = g->page_bytes,
-		.component = HC_COMP_PLAIN,
-	};
-	*out = pool;
-	return 0;
+	struct pool_plan p;
+	int rc = pool_plan_indexer(g, &p);
+	return rc ? rc : pool_create(&p, 1, g, sizeof(*g), mem_opts, out);
 }
 
 int hc_pool_create_anchor(const struct hc_anchor_geometry *g, struct hc_pool **out)
@@ -257,14 +300,9 @@ int hc_pool_create_anchor(const struct hc_anchor_geometry *g, struct hc_pool **o
 	if ((rc = need_nonzero("anchor", "pages", g->pages)) ||
 	    (rc = need_nonzero("anchor", "page_size", g->page_size)))
 		return rc;
-	struct hc_pool *pool;
-	rc = pool_new(HC_POOL_ANCHOR, g->pages, 0, NULL, &pool);
-	if (rc)
-		return rc;
-	pool->geo.anchor = *g;
-	pool->page_tokens = g->page_size;
-	*out = pool;
-	return 0;
+	struct pool_plan p = {.kind = HC_POOL_ANCHOR, .pages = g->pages,
+			      .page_tokens = g->page_size};
+	return pool_from_plan(&p, g, sizeof(*g), NULL, NULL, out);
 }
 
 enum hc_pool_kind hc_pool_kind(const struct hc_pool *pool)
@@ -413,10 +451,11 @@ uint64_t pool_scatter_summed(struct hc_pool *pool, uint64_t page, const uint8_t 
 
 unsigned hc_pool_regions(const struct hc_pool *pool, struct hc_region *out, unsigned max)
 {
-	if (!pool || !pool->mem || !out || max == 0)
+	if (!pool || !out)
 		return 0;
-	out[0] = (struct hc_region){.addr = hc_mem_addr(pool->mem), .len = hc_mem_len(pool->mem)};
-	return 1;
+	unsigned n = pool->nregions < max ? pool->nregions : max;
+	memcpy(out, pool->regions, n * sizeof(*out));
+	return n;
 }
 
 struct hc_slots *hc_pool_slots(struct hc_pool *pool)

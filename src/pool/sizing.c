@@ -2,6 +2,7 @@
  * pool (hicache_ratio), checked against MemAvailable minus a reserve so a
  * pool never pushes the machine into swap or the OOM killer. */
 #define _GNU_SOURCE
+#include "util/opts.h"
 #include "util/util.h"
 
 #include <hicache/config.h>
@@ -16,19 +17,18 @@
 #define GB 1e9
 #define GIB ((uint64_t)1 << 30)
 
+static const struct hc_pool_sizing sizing_defaults = {
+	.struct_size = sizeof(sizing_defaults),
+	.ratio = 2.0,
+	.reserve_bytes = 10 * GIB,
+};
+
+#define FITS(size, field) \
+	(offsetof(struct hc_pool_sizing, field) + sizeof(((struct hc_pool_sizing *)0)->field) <= (size))
+
 void hc_pool_sizing_init(struct hc_pool_sizing *s, size_t size)
 {
-	if (!s)
-		return;
-	struct hc_pool_sizing d = {
-		.struct_size = sizeof(d),
-		.ratio = 2.0,
-		.reserve_bytes = 10 * GIB,
-	};
-	if (size > sizeof(d))
-		size = sizeof(d);
-	memcpy(s, &d, size);
-	s->struct_size = size;
+	util_opts_init(s, size, &sizing_defaults, sizeof(sizing_defaults));
 }
 
 int hc_pool_sizing_from_config(struct hc_pool_sizing *s, const struct hc_config *cfg)
@@ -42,20 +42,30 @@ int hc_pool_sizing_from_config(struct hc_pool_sizing *s, const struct hc_config 
 	    (rc = hc_config_get_number(cfg, "host_memory_reserve_gb", &reserve_gb)))
 		return rc;
 	/* The reference reads hicache_size in GB (1e9); the reserve in GiB. */
-	s->bytes = (uint64_t)llround(size_gb * GB);
-	s->ratio = ratio;
-	s->reserve_bytes = (uint64_t)llround(reserve_gb * (double)GIB);
+	/* An older caller's struct has only the fields its struct_size covers. */
+	size_t size = s->struct_size;
+	if (!FITS(size, struct_size) || size > UTIL_OPTS_SIZE_MAX)
+		return util_fail(-EINVAL, "hc_pool_sizing_from_config: struct_size %zu; call "
+				 "hc_pool_sizing_init first", size);
+	if (FITS(size, bytes))
+		s->bytes = (uint64_t)llround(size_gb * GB);
+	if (FITS(size, ratio))
+		s->ratio = ratio;
+	if (FITS(size, reserve_bytes))
+		s->reserve_bytes = (uint64_t)llround(reserve_gb * (double)GIB);
 	return 0;
 }
 
-int hc_pool_size_pages_avail(const struct hc_pool_sizing *s, size_t page_bytes,
+int hc_pool_size_pages_avail(const struct hc_pool_sizing *user, size_t page_bytes,
 			     uint64_t available, uint64_t *pages)
 {
-	if (!s || !pages)
+	if (!user || !pages)
 		return util_fail(-EINVAL, "hc_pool_size_pages: NULL argument");
-	if (s->struct_size < offsetof(struct hc_pool_sizing, reserve_bytes) + sizeof(uint64_t))
-		return util_fail(-EINVAL, "hc_pool_size_pages: struct_size %zu too small",
-				 s->struct_size);
+	struct hc_pool_sizing opts = sizing_defaults;
+	const struct hc_pool_sizing *s = &opts;
+	int rc = util_opts_load(&opts, sizeof(opts), user, "hc_pool_size_pages: sizing");
+	if (rc)
+		return rc;
 	if (page_bytes == 0)
 		return util_fail(-EINVAL, "pool sizing: page_bytes must be > 0");
 	uint64_t n;

@@ -42,11 +42,11 @@ int hc_slots_create(uint64_t count, struct hc_slots **out)
 	if (count > SIZE_MAX / sizeof(uint64_t) / 2)
 		return util_fail(-EINVAL, "slot allocator: %llu slots is too many",
 				 (unsigned long long)count);
-	struct hc_slots *s = calloc(1, sizeof(*s));
+	struct hc_slots *s = hc_fault_calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->stack = malloc(count * sizeof(*s->stack));
-	s->used = calloc((count + 63) / 64, sizeof(*s->used));
+	s->stack = hc_fault_malloc(count * sizeof(*s->stack));
+	s->used = hc_fault_calloc((count + 63) / 64, sizeof(*s->used));
 	if (!s->stack || !s->used) {
 		free(s->stack);
 		free(s->used);
@@ -82,8 +82,9 @@ int hc_slots_alloc(struct hc_slots *s, size_t n, uint64_t *out)
 	if (n > s->top) {
 		uint64_t avail = s->top;
 		pthread_mutex_unlock(&s->lock);
-		return util_fail(-ENOSPC, "slot allocator: %zu slots asked, %llu free", n,
-				 (unsigned long long)avail);
+		/* Expected when a tier is full: callers evict and retry. */
+		return fail_limited(HC_LOG_INFO, -ENOSPC, "slot allocator: %zu slots asked, %llu free",
+				    n, (unsigned long long)avail);
 	}
 	for (size_t i = 0; i < n; i++) {
 		uint64_t page = s->stack[--s->top];
