@@ -8,7 +8,10 @@
  *           -> renameat(tmp, final[, RENAME_NOREPLACE])
  *   read:   openat_direct(name, O_RDONLY[|O_DIRECT]) -> readv (hardlinked) -> close_direct
  *
- * so the calling thread makes no per-file system call. When io_uring is
+ * so the calling thread makes no per-file system call. Names are resolved
+ * below dirfd without following any symlink (openat2 RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS; O_NOFOLLOW where the kernel lacks openat2): a
+ * symlink planted in a store is never a way out of it (-ELOOP/-EXDEV). When io_uring is
  * unavailable (old kernel, seccomp) or HICACHE_IO_ENGINE=threads, a pool
  * of worker threads does the same work with openat/pwritev/preadv/close/
  * renameat. Both engines give the same results and leave the same state.
@@ -73,6 +76,7 @@ struct io_write_req {
 	size_t len;
 	bool direct;    /* O_DIRECT: every iov base/len must be aligned by the caller */
 	bool noreplace; /* RENAME_NOREPLACE */
+	unsigned mode;  /* the temp file's mode; 0 = 0600 */
 	/* Optional. Called once before this request's chain is sent, while
 	 * earlier requests are already in flight (io_uring: while every slot
 	 * is busy, up to queue_depth requests ahead; else when its slot is

@@ -21,7 +21,32 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int io_openat_beneath(int dirfd, const char *name, int flags, mode_t mode)
+{
+	/* Every open of an object or temp file passes here (fault sweeps). */
+	if (hc_fault_hit(HC_FAULT_OPEN)) {
+		errno = EIO;
+		return -1;
+	}
+	static _Atomic bool no_openat2;
+	if (!atomic_load_explicit(&no_openat2, memory_order_relaxed)) {
+		struct open_how how = {.flags = (uint64_t)flags, .mode = flags & O_CREAT ? mode : 0,
+				       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS};
+		int fd = (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+		if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
+			return fd;
+		atomic_store_explicit(&no_openat2, true, memory_order_relaxed);
+	}
+	/* Before 5.6 (or under a seccomp filter without openat2): the last
+	 * component at least. */
+	return openat(dirfd, name, flags | O_NOFOLLOW, mode);
+}
 
 const char *io_engine_kind_name(enum io_engine_kind kind)
 {
@@ -75,7 +100,7 @@ int io_engine_create(const struct io_engine_opts *opts, struct io_engine **out)
 		return util_fail(-EINVAL, "io: %u threads is above the maximum %u", threads,
 				 IO_MAX_THREADS);
 
-	struct io_engine *e = calloc(1, sizeof(*e));
+	struct io_engine *e = hc_fault_calloc(1, sizeof(*e));
 	if (!e)
 		return util_fail(-ENOMEM, "io: no memory for the engine");
 	e->depth = depth;
@@ -208,7 +233,7 @@ static struct io_arr *io_stream_take(struct io_stream *s)
 	void *reqs;
 	size_t n;
 	while ((n = s->feed->next(s->feed, &reqs))) {
-		struct io_arr *a = malloc(sizeof(*a));
+		struct io_arr *a = hc_fault_malloc(sizeof(*a));
 		if (!a) {
 			for (size_t i = 0; i < n; i++)
 				*io_req_result(s, (char *)reqs + i * s->req_size) = -ENOMEM;
@@ -380,8 +405,10 @@ int64_t io_stat_batch(struct io_engine *e, struct io_stat_req *reqs, size_t n, b
 		struct stat st;
 		if (!q->name)
 			q->result = -EINVAL;
-		else if (fstatat(q->dirfd, q->name, &st, 0) != 0)
+		else if (fstatat(q->dirfd, q->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			q->result = -errno;
+		else if (!S_ISREG(st.st_mode))
+			q->result = -ENOENT; /* a symlink or a dir is no object */
 		else {
 			q->result = 0;
 			q->size = (uint64_t)st.st_size;

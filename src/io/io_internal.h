@@ -15,7 +15,12 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <sys/types.h>
 #include <sys/uio.h>
+
+/* openat of name below dirfd following no symlink (see io.h); -1 and
+ * errno on failure. */
+int io_openat_beneath(int dirfd, const char *name, int flags, mode_t mode);
 
 /* Never a final result: those are 0 or negative. */
 #define IO_PENDING 1

@@ -19,21 +19,22 @@
  * queue_depth does not apply here: at most `threads` pages plus one per
  * calling thread are in flight.
  *
- * Temp names must be unique among the pages in flight (the store puts its
- * pid and a sequence number in them): a page whose O_EXCL open finds its
- * temp name taken removes that file, taking it to be a crashed writer's.
+ * Temp names must be unique among the pages in flight (the store puts a
+ * random nonce and a sequence number in them): a page whose O_EXCL open
+ * finds its temp name taken fails with -EBUSY and leaves that file alone
+ * (it may be another writer's live temp file).
  *
  * Workers block every signal: a library thread must not take the
  * application's signals.
  */
 #define _GNU_SOURCE
 #include "io/io_internal.h"
+#include "util/thread.h"
 #include "util/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,8 +74,8 @@ struct io_workers {
 
 static int io_ctx_init(struct io_ctx *c)
 {
-	c->iov = malloc(IO_MAX_IOV * sizeof(*c->iov));
-	if (posix_memalign(&c->scratch, IO_SCRATCH, IO_SCRATCH))
+	c->iov = hc_fault_malloc(IO_MAX_IOV * sizeof(*c->iov));
+	if (hc_fault_hit(HC_FAULT_ALLOC) || posix_memalign(&c->scratch, IO_SCRATCH, IO_SCRATCH))
 		c->scratch = NULL;
 	return c->iov && c->scratch ? 0 : -ENOMEM;
 }
@@ -103,23 +104,28 @@ static int io_sys_write(const struct io_write_req *q, struct io_ctx *c)
 	}
 	int fd;
 	do
-		fd = openat(q->dirfd, q->tmp_name,
-			    O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | (q->direct ? O_DIRECT : 0),
-			    0600);
+		fd = io_openat_beneath(q->dirfd, q->tmp_name,
+				       O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC |
+					       (q->direct ? O_DIRECT : 0),
+				       q->mode ? q->mode : 0600);
 	while (fd < 0 && errno == EINTR);
 	if (fd < 0) {
 		int rc = -errno;
 		/* The temp name, not the final name, was taken: -EBUSY keeps
-		 * -EEXIST unambiguous. The stale file goes, as with io_uring. */
+		 * -EEXIST unambiguous, and that file (another writer's) stays.
+		 * Other failures may have created the file (O_DIRECT refused
+		 * after the create): it is ours. */
+		if (rc == -EEXIST)
+			return -EBUSY;
 		io_unlink_tmp(q->dirfd, q->tmp_name);
-		return rc == -EEXIST ? -EBUSY : rc;
+		return rc;
 	}
 	int rc = 0;
 	const struct iovec *iov = q->iov;
 	int cnt = (int)q->iovcnt;
 	size_t done = 0;
 	while (done < q->len) {
-		ssize_t k = pwritev(fd, iov, cnt, (off_t)done);
+		ssize_t k = HC_FAULT_SYS(HC_FAULT_WRITE, EIO, pwritev(fd, iov, cnt, (off_t)done));
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0) {
@@ -139,8 +145,9 @@ static int io_sys_write(const struct io_write_req *q, struct io_ctx *c)
 	if (rc == 0) {
 		int r;
 		do
-			r = renameat2(q->dirfd, q->tmp_name, q->dirfd, q->final_name,
-				      q->noreplace ? RENAME_NOREPLACE : 0);
+			r = HC_FAULT_SYS(HC_FAULT_RENAME, EIO,
+					 renameat2(q->dirfd, q->tmp_name, q->dirfd, q->final_name,
+						   q->noreplace ? RENAME_NOREPLACE : 0));
 		while (r && errno == EINTR);
 		if (r)
 			rc = -errno;
@@ -154,7 +161,8 @@ static int io_sys_read(const struct io_read_req *q, struct io_ctx *c)
 {
 	int fd;
 	do
-		fd = openat(q->dirfd, q->name, O_RDONLY | O_CLOEXEC | (q->direct ? O_DIRECT : 0));
+		fd = io_openat_beneath(q->dirfd, q->name,
+				       O_RDONLY | O_CLOEXEC | (q->direct ? O_DIRECT : 0), 0);
 	while (fd < 0 && errno == EINTR);
 	if (fd < 0)
 		return -errno;
@@ -162,7 +170,7 @@ static int io_sys_read(const struct io_read_req *q, struct io_ctx *c)
 	c->iov[q->iovcnt] = (struct iovec){.iov_base = c->scratch, .iov_len = IO_SCRATCH};
 	ssize_t k;
 	do
-		k = preadv(fd, c->iov, (int)q->iovcnt + 1, 0);
+		k = HC_FAULT_SYS(HC_FAULT_READ, EIO, preadv(fd, c->iov, (int)q->iovcnt + 1, 0));
 	while (k < 0 && errno == EINTR);
 	int rc = k < 0 ? -errno : io_read_result(k, q->len);
 	close(fd); /* nothing was written: a close error loses nothing */
@@ -256,12 +264,12 @@ void io_workers_destroy(struct io_workers *w)
 int io_workers_create(unsigned threads, struct io_workers **out)
 {
 	*out = NULL;
-	struct io_workers *w = calloc(1, sizeof(*w));
+	struct io_workers *w = hc_fault_calloc(1, sizeof(*w));
 	if (!w)
 		return util_fail(-ENOMEM, "io: no memory for the thread engine");
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->work, NULL);
-	w->workers = calloc(threads, sizeof(*w->workers));
+	w->workers = hc_fault_calloc(threads, sizeof(*w->workers));
 	if (!w->workers) {
 		io_workers_destroy(w);
 		return util_fail(-ENOMEM, "io: no memory for %u worker threads", threads);
@@ -274,18 +282,14 @@ int io_workers_create(unsigned threads, struct io_workers **out)
 			return util_fail(-ENOMEM, "io: no memory for %u worker threads", threads);
 		}
 	}
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int rc = 0;
 	for (unsigned i = 0; i < threads; i++) {
-		rc = pthread_create(&w->workers[i].tid, NULL, io_worker_main, &w->workers[i]);
+		rc = -hc_thread_start(&w->workers[i].tid, io_worker_main, &w->workers[i]);
 		if (rc)
 			break;
 		pthread_setname_np(w->workers[i].tid, "hicache-io");
 		w->started++;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
 		io_workers_destroy(w);
 		return util_fail(-rc, "io: cannot start %u worker threads: %s", threads,
