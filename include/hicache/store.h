@@ -24,12 +24,26 @@
  * or a negative errno for the whole call (-EINVAL bad arguments, -EFAULT a
  * page outside its registered pool: then nothing was written). Per-page
  * outcomes go to the caller's results array: 0, -ENOENT (miss), -EBADMSG
- * (corrupt object, counted in the stats), or another -errno.
+ * (corrupt object, counted in the stats), -ENOTUNIQ (set: the name holds a
+ * valid object of another geometry, left alone; stats.other_geometry), or
+ * another -errno.
  *
- * Thread-safety: any number of threads may call set, get and exists (v1
- * and v2) and the stats functions on one store at once. Registration must
- * happen before the first transfer and must not race with transfers;
- * hc_store_close() must not race with anything.
+ * Keys: a page is named by its hc_key (64 hex digits in the name) or, in
+ * the *_named calls and through hc_pool_transfer.names, by a caller's
+ * string used verbatim in its place (other engines' keys, SGLang's tests'
+ * "p0"). A name must be non-empty, at most HC_STORE_NAME_MAX bytes of
+ * UTF-8 (S3 keys are UTF-8), hold no '/' and no control byte, not start
+ * with '.', and fit NAME_MAX (255 bytes) with the suffix and longest
+ * component of the pool it names. A
+ * bad name fails the whole call with -EINVAL naming it; nothing is
+ * written. A name of 64 lowercase hex digits is the same object as that
+ * hc_key. Registration checks that a key's names fit (-EINVAL).
+ *
+ * Thread-safety: any number of threads may call set, get, exists (v1 and
+ * v2), clear and the stats functions on one store at once, and register or
+ * unregister pools while other pools transfer. Unregistering a pool waits
+ * for the transfers that use it to finish. hc_store_close() must not race
+ * with anything.
  */
 #ifndef HICACHE_STORE_H
 #define HICACHE_STORE_H
@@ -73,8 +87,11 @@ HC_API int hc_store_open(const struct hc_store_opts *opts, struct hc_store **out
 HC_API void hc_store_close(struct hc_store *store);
 
 /* Register a pool under a name (unique; [a-z0-9_]{1,32}). The anchor is the
- * KV pool (or a logical anchor pool) that v1 calls use; exactly one.
- * The store does not own the pool; it must outlive the store. A pool in
+ * KV pool (or a logical anchor pool, or a segments pool of K and V buffers:
+ * asymmetric K/V) that v1 calls use; exactly one.
+ * The store does not own the pool; it must stay valid while it is
+ * registered (until hc_store_unregister_pool() returns or the store
+ * closes). A pool in
  * bounce mode gets the bounce slots of three chunks now (a transfer
  * streams chunks, up to three on their way at once; a chunk is 128 objects
  * or 64 MiB, whichever is less, but 32 pages for large pages, up to
@@ -83,6 +100,50 @@ HC_API void hc_store_close(struct hc_store *store);
  * Returns 0, -EINVAL, -EEXIST (name taken / second anchor), -ENOMEM. */
 HC_API int hc_store_register_pool(struct hc_store *store, const char *name, struct hc_pool *pool,
 				  bool anchor);
+/* How a pool's objects are named across tensor-parallel ranks. */
+enum hc_pool_sharing {
+	/* Today's rule: an MLA KV pool is replicated, every other pool sharded. */
+	HC_POOL_SHARING_AUTO,
+	/* Each rank holds its own shard: suffix "_<model>_<tp_rank>_<tp_size>". */
+	HC_POOL_RANK_SHARDED,
+	/* Every rank holds the same bytes: suffix "_<model>"; only rank 0
+	 * writes (a set on another rank succeeds and writes nothing). MLA KV,
+	 * DeepSeek-V4 side pools. */
+	HC_POOL_RANK_REPLICATED,
+};
+
+struct hc_pool_reg {
+	size_t struct_size;
+	bool anchor;                 /* the pool v1 calls use (see above) */
+	enum hc_pool_sharing sharing;
+	/* NULL: the suffix the sharing rule gives. Else used verbatim for this
+	 * pool's objects (e.g. to add pipeline or context-parallel ranks:
+	 * "_<model>_<tp>_<tps>_<pps>_<ppr>"): at most HC_SUFFIX_MAX - 1 bytes,
+	 * no '/', and the full names must fit (checked here: -EINVAL). */
+	const char *suffix;
+	bool force_bounce;           /* this pool only; the store's option still applies */
+};
+HC_API void hc_pool_reg_init(struct hc_pool_reg *reg, size_t size);
+/* hc_store_register_pool with options (reg NULL = defaults: sharing
+ * AUTO, not the anchor). Allowed while other pools transfer: a transfer
+ * that started before sees the pool or not, one that starts after sees
+ * it. Checks that every object name the pool can produce fits NAME_MAX.
+ * Returns 0; -EINVAL (bad pool name or kind for the role, reg without
+ * struct_size, unknown sharing, bad suffix, names over NAME_MAX; the
+ * message names it); -EEXIST (name taken, second anchor, or objects named
+ * as another pool's: '<key><suffix><component>' must differ); -ENOSPC (16
+ * pools registered); -ENOMEM; or the error of the zero-copy probe. */
+HC_API int hc_store_register_pool_ex(struct hc_store *store, const char *name,
+				     struct hc_pool *pool, const struct hc_pool_reg *reg);
+/* Remove a registered pool (the anchor too; "kv" names the anchor as in
+ * transfers). Waits until no transfer uses it (a started op uses its pools
+ * until its pages are done, not until hc_store_op_wait()); transfers that
+ * start later fail with -EINVAL ("not registered") as if it never was,
+ * exists_v2 counts it as 0 hits. Its stored objects stay; its statistics
+ * go. The pool may be destroyed once this returns. Returns 0, -EINVAL
+ * (NULL), -ENOENT (no such pool). */
+HC_API int hc_store_unregister_pool(struct hc_store *store, const char *name);
+
 /* Register every pool of a group (the group's anchor as the anchor). */
 HC_API int hc_store_register_group(struct hc_store *store, const struct hc_pool_group *group);
 
@@ -120,6 +181,16 @@ HC_API int64_t hc_store_get(struct hc_store *store, const struct hc_key *keys, s
 /* Number of consecutive keys from the start whose pages exist. */
 HC_API int64_t hc_store_exists(struct hc_store *store, const struct hc_key *keys, size_t n);
 
+/* Longest name usable in place of a key (see Keys above). */
+#define HC_STORE_NAME_MAX 128
+/* hc_store_set / _get / _exists with names in place of keys; the same
+ * returns, plus -EINVAL naming a bad name (nothing written or read). */
+HC_API int hc_store_set_named(struct hc_store *store, const char *const *names, size_t n,
+			      const uint64_t *pages, int *results);
+HC_API int64_t hc_store_get_named(struct hc_store *store, const char *const *names, size_t n,
+				  const uint64_t *pages, int *results);
+HC_API int64_t hc_store_exists_named(struct hc_store *store, const char *const *names, size_t n);
+
 /* ---- v1, started now and waited for later ----
  *
  * A synchronous call ends with a drain: the disk waits while the call's
@@ -132,8 +203,9 @@ HC_API int64_t hc_store_exists(struct hc_store *store, const struct hc_key *keys
  * started after a set of the same key behaves as if the first had
  * returned; a get started after a set sees what that set stored.
  *
- * keys and results (when not NULL) must stay valid and untouched until
- * hc_store_op_wait(); pages is read at start. Every started operation
+ * keys, names and results (when not NULL) must stay valid and untouched
+ * until hc_store_op_wait(); pages is read at start. A started op holds its
+ * pools (see hc_store_unregister_pool) until its pages are done. Every started operation
  * must be waited for, and before hc_store_close(). Returns 0 and *op, or
  * a whole-call error as the synchronous call (then *op is NULL and
  * nothing was started). */
@@ -161,6 +233,8 @@ struct hc_pool_transfer {
 	const uint64_t *pages;      /* n pages of that pool (not read by exists_v2) */
 	enum hc_hit_policy policy;  /* exists_v2 only */
 	int *results;               /* n outcomes (may be NULL) */
+	/* With keys NULL: n names in place of keys (see Keys above). */
+	const char *const *names;
 };
 
 /* Per transfer as hc_store_set / hc_store_get. Returns 0 / the leading hits
@@ -182,6 +256,52 @@ HC_API int hc_store_get_v2_start(struct hc_store *store, struct hc_pool_transfer
 HC_API int64_t hc_store_exists_v2(struct hc_store *store, const struct hc_key *keys, size_t n,
 				  const struct hc_pool_transfer *transfers, size_t nt,
 				  uint64_t *kv_hit_pages, uint64_t *pool_hits);
+
+/* hc_store_exists_v2 with everything a newer engine asks for. In: keys
+ * or names (n), transfers (nt). Out: kv_hit_pages, pool_hits[nt] (as
+ * hc_store_exists_v2), and with endpoints set, the restorable prefix end
+ * points: every p in 1..kv_hit_pages at which each transfer's pool can
+ * restore (all_pages: p <= its boundary; trailing_pages: pages
+ * [max(0, p - N), p) exist), ascending, at most endpoints_max of them
+ * (n is always enough; more are not written), the count written in
+ * nendpoints (0 without endpoints). Trailing pools may have gaps, so the
+ * greatest end point can be below the min rule's result, and two pools'
+ * end points may have none in common. Names are checked against the
+ * anchor and every transfer's pool (Keys, above); a transfer's own
+ * keys and names are not read, only its n. Returns the min rule's result
+ * (as hc_store_exists_v2) or a negative errno: -EINVAL (NULL, struct_size
+ * below this struct's, no anchor, a bad name), -ENOMEM. Thread-safe as
+ * exists_v2. */
+struct hc_exists_query {
+	size_t struct_size;
+	const struct hc_key *keys;
+	const char *const *names; /* with keys NULL */
+	size_t n;
+	const struct hc_pool_transfer *transfers;
+	size_t nt;
+	uint64_t kv_hit_pages;    /* out */
+	uint64_t *pool_hits;      /* out: nt entries (may be NULL when nt is 0) */
+	uint64_t *endpoints;      /* out, may be NULL */
+	size_t endpoints_max;
+	size_t nendpoints;        /* out */
+};
+HC_API void hc_exists_query_init(struct hc_exists_query *q, size_t size);
+HC_API int64_t hc_store_exists_query(struct hc_store *store, struct hc_exists_query *q);
+
+/* Delete every object this store's registered pools name (their suffixes
+ * and components), under every base dir or the bucket's prefix; other
+ * instances' objects (other models, ranks, layouts' names) stay. Safe while
+ * transfers run: a get that loses its object reads a miss, a set that
+ * races with the clear either stays or is gone, whole. Returns the number
+ * of objects deleted, or -EINVAL (NULL), -EOPNOTSUPP (a backend that
+ * cannot list), another -errno (a directory or listing that failed; some
+ * objects may be gone). With no pool registered nothing is the store's: 0.
+ * Caveats: a name may hold '_', so a named object of a store whose suffix
+ * ends with this one's ("p0" + "_x_m_0_1" against "_m_0_1") is deleted
+ * too; an S3 prefix without a trailing '/' shares names with longer ones
+ * ("a" + "b..." is "ab" + "..."). A file-store clear reads all 256 bucket
+ * dirs of every base dir. */
+HC_API int64_t hc_store_clear(struct hc_store *store);
 
 /* ---- statistics ---- */
 
@@ -207,12 +327,34 @@ struct hc_store_stats {
 	 * bounce pool is registered, more only while several calls run at
 	 * once. */
 	uint64_t bounce_bytes;
+	/* Pages not set because a name held a valid object of another
+	 * geometry (another instance with another layout), left alone: the
+	 * page's result is -ENOTUNIQ (file store). */
+	uint64_t other_geometry;
 };
 
 /* pool NULL: the whole store; else one registered pool. */
 HC_API int hc_store_stats(const struct hc_store *store, const char *pool, struct hc_store_stats *out);
 /* Latency quantile (0 < q < 1) of a histogram, in microseconds. */
 HC_API double hc_store_latency_quantile(const uint64_t hist[HC_STORE_LAT_BUCKETS], double q);
+
+/* The file store's cleaner thread, this store's own (all 0 for other
+ * backends and with l3_cleaner_interval_s 0). Pages count when this
+ * cleaner unlinked one of their objects; one already deleted by another
+ * cleaner or a gc is not counted. */
+struct hc_store_cleaner_stats {
+	uint64_t rounds;          /* rounds run */
+	uint64_t rounds_skipped;  /* skipped: another cleaner held a base dir's lease */
+	uint64_t rounds_unlocked; /* of rounds: run without the lease on some base dir
+				   * (its file system cannot lock; docs/FORMAT.md) */
+	uint64_t capacity_pages, capacity_bytes;   /* deleted to stay under capacity_gb */
+	uint64_t watermark_pages, watermark_bytes; /* deleted for the fs watermarks */
+	uint64_t temps_removed; /* orphaned temp files (older than l3_file_temp_max_age_s) */
+};
+/* size = sizeof(*out) as the caller was built: a struct from an older
+ * header gets the fields it has. -EINVAL for NULL. */
+HC_API int hc_store_cleaner_stats(const struct hc_store *store, struct hc_store_cleaner_stats *out,
+				  size_t size);
 
 /* ---- file store maintenance (works on directories, no open store) ----
  * hc_file_ls() and hc_file_gc() also take one "s3://bucket/prefix" URL as
@@ -223,11 +365,21 @@ struct hc_fsck_report {
 	uint64_t ok, corrupt, orphaned_temp, foreign; /* foreign: not a store object */
 	uint64_t removed;                             /* with repair */
 	uint64_t bytes;                               /* of ok objects */
+	/* Objects in another base dir or bucket than their name routes to
+	 * (dirs given in another order or number than the store's): never
+	 * checked further nor removed. */
+	uint64_t misplaced;
+	/* Objects listed but deleted before they were checked (a gc, a
+	 * cleaner, another fsck beside this one): not corrupt. */
+	uint64_t gone;
 };
-/* Check every object under the base dirs (trailer, length, checksum).
- * With repair, remove corrupt objects and orphaned temp files: those whose
- * writer process is gone (the pid in the name) or older than 60 s; a live
- * writer's temp file is left alone. */
+/* Check every object under the base dirs (trailer, length, checksum, as
+ * the store's reads do). With repair, remove corrupt objects (each only
+ * when the file under its name is still the one found bad) and orphaned
+ * temp files: those older than 10 minutes (age alone: a writer may be on
+ * another host). A dir given twice (also through a symlink) is refused
+ * (-EINVAL); symlinks inside the dirs are never followed (counted as
+ * foreign). Safe beside live writers, cleaners, gc and other fscks. */
 HC_API int hc_file_fsck(const char *const *dirs, size_t ndirs, bool repair,
 			struct hc_fsck_report *out);
 

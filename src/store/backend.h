@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 
 struct hc_config;
+struct hc_store_cleaner_stats;
 
 /* One object of a batch. */
 struct store_obj {
@@ -73,8 +74,20 @@ struct store_backend_ops {
 	/* result 0 when the object exists with size len, else -ENOENT; with
 	 * stop_at_miss later objects are not looked at. Returns leading hits. */
 	int64_t (*exists)(void *be, struct store_obj *objs, size_t n, bool stop_at_miss);
-	/* Delete objects (results: 0 or -ENOENT, -errno). NULL = cannot. */
+	/* Delete objects the store found damaged, only while what is under
+	 * the name is still not a valid object: a good copy published since
+	 * the read stays (results: 0 deleted, -EEXIST a valid object kept,
+	 * -ENOENT, -errno). NULL = cannot. */
 	int (*remove)(void *be, struct store_obj *objs, size_t n);
+	/* Delete every object of the backend (every base dir and bucket, or
+	 * the bucket's prefix: not below it) whose name match(name, arg)
+	 * accepts; objects being written (temp files) are not objects. Safe
+	 * while other calls run: a get of a deleted object reads it whole or
+	 * misses. Returns how many were deleted, or -errno (some may have
+	 * been). NULL = cannot (hc_store_clear fails with -EOPNOTSUPP). */
+	int64_t (*remove_matching)(void *be, bool (*match)(const char *name, void *arg), void *arg);
+	/* The backend's cleaner counters (whole struct). NULL = none (zeros). */
+	void (*cleaner_stats)(void *be, struct hc_store_cleaner_stats *out);
 };
 
 extern const struct store_backend_ops store_file_ops;

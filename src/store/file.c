@@ -2,7 +2,7 @@
  * The file backend: page objects as files under base dirs.
  *
  *   <dir>/<bucket>/<physical name>        bucket = two hex digits of XXH3(name)
- *   <dir>/<bucket>/.tmp.<16 hex>.<pid>.<seq>   while being written
+ *   <dir>/<bucket>/.tmp.<16 hex route>.<16 hex nonce>.<seq>   while being written
  *
  * The base dir of an object is (XXH3(name) >> 16) % ndirs. All 256 buckets
  * are created at open, so O_CREAT never meets a missing parent. Objects are
@@ -15,17 +15,34 @@
  * aligned O_DIRECT write, and hc_store_register_pool() repeats the probe
  * from the pool's own memory. Any failure switches the backend to buffered
  * I/O with a warning rather than failing every page later.
+ *
+ * Temp and probe names carry a random 64-bit nonce drawn at every open and
+ * a sequence: pids repeat across hosts and containers sharing one dir, a
+ * nonce does not. Should a name be taken all the same (the O_EXCL open
+ * fails, -EBUSY), the object is written again under a fresh nonce; the
+ * file under the taken name is never touched, being another writer's.
+ *
+ * Trust: whoever can write a base dir or bucket can plant objects (the
+ * trailer's checksum is an integrity check, not an authentication), so
+ * both must be owned by this user and not writable by others (nor by the
+ * group, unless l3_file_shared_group says the group is trusted). No
+ * symlink inside a store is followed: buckets must be real dirs, and the
+ * io engines resolve "<bucket>/<name>" below the base dir's fd with
+ * RESOLVE_NO_SYMLINKS.
  */
 #define _GNU_SOURCE
-#include "io/io.h"
+#include "io/io_internal.h"
 #include "store/backend.h"
 #include "store/file_scan.h"
+#include "store/file_internal.h"
 #include "store/format.h"
+#include "util/thread.h"
 #include "util/util.h"
 
 #include <hicache/config.h>
 #include <hicache/key.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -34,35 +51,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
-#define FILE_PATH_MAX (3 + HC_NAME_MAX)    /* "ab/" + name */
-#define TMP_NAME_MAX 64
-
-struct file_be {
-	size_t ndirs;
-	char **dirs;  /* real paths */
-	int *dirfds;
-	_Atomic bool direct;
-	_Atomic size_t align;
-	struct io_engine *io;
-	_Atomic uint64_t seq;
-	pid_t pid;
-
-	/* capacity and the cleaner */
-	uint64_t capacity_bytes;
-	double high_pct, low_pct, interval_s;
-	_Atomic uint64_t used_bytes; /* objects written since the last scan, plus the scan */
-	pthread_t cleaner;
-	bool cleaner_started;
-	pthread_mutex_t lock;
-	pthread_cond_t wake;
-	bool stop;
-	bool kick;
-};
+uint64_t file_test_nonce;
 
 static void file_close(void *p)
 {
@@ -76,6 +72,7 @@ static void file_close(void *p)
 		pthread_mutex_unlock(&fb->lock);
 		pthread_join(fb->cleaner, NULL);
 	}
+	file_lease_close(&fb->lease);
 	io_engine_destroy(fb->io);
 	for (size_t i = 0; i < fb->ndirs; i++) {
 		if (fb->dirfds && fb->dirfds[i] >= 0)
@@ -90,17 +87,59 @@ static void file_close(void *p)
 	free(fb);
 }
 
-static int make_dir(const char *path)
+/* A random 64-bit value (a temp name's nonce). */
+uint64_t file_random_nonce(void)
 {
-	if (mkdir(path, 0700) == 0 || errno == EEXIST)
+	uint64_t v = 0;
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v) && v)
+		return v;
+	/* No entropy yet (early boot): time, pid and an address, mixed. */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	v = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 12) ^
+	    (uint64_t)(uintptr_t)&v;
+	v ^= v >> 33;
+	v *= 0xff51afd7ed558ccdull;
+	v ^= v >> 33;
+	return v ? v : 1;
+}
+
+static int make_dir(const char *path, mode_t mode)
+{
+	if (mkdir(path, mode) == 0 || errno == EEXIST)
 		return 0;
 	return -errno;
+}
+
+/* May a dir with these attributes hold this user's objects? */
+static int check_trusted(const struct file_be *fb, const struct stat *st, const char *what,
+			 const char *path, const char *name)
+{
+	uid_t me = geteuid();
+	if (st->st_uid != me)
+		return util_fail(-EPERM, "file store: %s '%s%s%s' is owned by uid %u, not by this "
+				 "user (uid %u): its owner could replace objects. Use a dir of "
+				 "your own (mkdir -m 700) or chown it", what, path,
+				 name ? "/" : "", name ? name : "", (unsigned)st->st_uid,
+				 (unsigned)me);
+	mode_t bad = fb->shared_group ? S_IWOTH : (S_IWGRP | S_IWOTH);
+	if (st->st_mode & bad)
+		return util_fail(-EPERM, "file store: %s '%s%s%s' is writable by %s (mode %04o): "
+				 "they could plant forged objects. chmod %s it%s", what, path,
+				 name ? "/" : "", name ? name : "",
+				 st->st_mode & S_IWOTH ? "others" : "its group",
+				 (unsigned)(st->st_mode & 07777),
+				 fb->shared_group ? "o-w" : "go-w",
+				 fb->shared_group ? "" : ", or set l3_file_shared_group: true "
+				 "when everyone in its group is trusted");
+	return 0;
 }
 
 /* Create/open one base dir and its 256 buckets. */
 static int open_dir(struct file_be *fb, size_t i, const char *path)
 {
-	int rc = make_dir(path);
+	mode_t dmode = fb->shared_group ? 0770 : 0700;
+	int rc = make_dir(path, dmode);
 	if (rc)
 		return util_fail(rc, "file store: cannot create base dir '%s': %s", path,
 				 hc_strerror(rc));
@@ -116,20 +155,37 @@ static int open_dir(struct file_be *fb, size_t i, const char *path)
 		}
 	}
 	fb->dirs[i] = real;
-	fb->dirfds[i] = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fb->dirfds[i] = open(real, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fb->dirfds[i] < 0)
 		return util_fail(-errno, "file store: cannot open base dir '%s': %s", real,
 				 hc_strerror(-errno));
+	struct stat st;
+	if (fstat(fb->dirfds[i], &st))
+		return util_fail(-errno, "file store: base dir '%s': %s", real, hc_strerror(-errno));
+	if ((rc = check_trusted(fb, &st, "base dir", real, NULL)))
+		return rc;
 	for (unsigned b = 0; b < 256; b++) {
 		char name[3];
 		snprintf(name, sizeof(name), "%02x", b);
-		if (mkdirat(fb->dirfds[i], name, 0700) && errno != EEXIST)
+		if (mkdirat(fb->dirfds[i], name, dmode) && errno != EEXIST)
 			return util_fail(-errno, "file store: cannot create bucket '%s/%s': %s",
 					 real, name, hc_strerror(-errno));
-		struct stat st;
-		if (fstatat(fb->dirfds[i], name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode))
-			return util_fail(-ENOTDIR, "file store: bucket '%s/%s' is not a directory",
-					 real, name);
+		int bfd = openat(fb->dirfds[i], name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (bfd < 0) {
+			rc = -errno;
+			struct stat ls;
+			if (!fstatat(fb->dirfds[i], name, &ls, AT_SYMLINK_NOFOLLOW) && S_ISLNK(ls.st_mode))
+				rc = -ELOOP; /* O_DIRECTORY says ENOTDIR for a link */
+			return util_fail(rc == -ELOOP ? -ENOTDIR : rc,
+					 "file store: bucket '%s/%s' is %s", real, name,
+					 rc == -ELOOP ? "a symlink (never followed in a store): "
+					 "remove it" : rc == -ENOTDIR ? "not a directory"
+					 : hc_strerror(rc));
+		}
+		rc = fstat(bfd, &st) ? -errno : check_trusted(fb, &st, "bucket", real, name);
+		close(bfd);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -140,17 +196,25 @@ static int probe_direct(struct file_be *fb, size_t i, const void *buf, size_t le
 			size_t *align_out)
 {
 	char tmp[TMP_NAME_MAX], final[TMP_NAME_MAX];
-	uint64_t seq = atomic_fetch_add(&fb->seq, 1);
-	snprintf(tmp, sizeof(tmp), "00/.tmp.probe.%d.%llu", (int)fb->pid, (unsigned long long)seq);
-	snprintf(final, sizeof(final), "00/.probe.%d.%llu", (int)fb->pid, (unsigned long long)seq);
-	struct iovec iov = {(void *)buf, len};
-	struct io_write_req req = {
-		.dirfd = fb->dirfds[i], .tmp_name = tmp, .final_name = final, .iov = &iov,
-		.iovcnt = 1, .len = len, .direct = true,
-	};
-	int rc = io_write_batch(fb->io, &req, 1);
-	if (!rc)
-		rc = req.result;
+	int rc = -EBUSY;
+	/* Another writer's probe under the same name (-EBUSY: its temp name,
+	 * -EEXIST: its final name) says nothing about O_DIRECT: a fresh name. */
+	for (int t = 0; t <= TEMP_RETRIES && (rc == -EBUSY || rc == -EEXIST); t++) {
+		uint64_t seq = atomic_fetch_add(&fb->seq, 1);
+		unsigned long long nonce = t ? file_random_nonce() : fb->nonce;
+		snprintf(tmp, sizeof(tmp), "00/.tmp.probe.%016llx.%llu", nonce,
+			 (unsigned long long)seq);
+		snprintf(final, sizeof(final), "00/.probe.%016llx.%llu", nonce,
+			 (unsigned long long)seq);
+		struct iovec iov = {(void *)buf, len};
+		struct io_write_req req = {
+			.dirfd = fb->dirfds[i], .tmp_name = tmp, .final_name = final, .iov = &iov,
+			.iovcnt = 1, .len = len, .direct = true, .noreplace = true,
+		};
+		rc = io_write_batch(fb->io, &req, 1);
+		if (!rc)
+			rc = req.result;
+	}
 	if (rc)
 		return rc;
 	size_t align = FORMAT_BLOCK;
@@ -173,7 +237,6 @@ static void fall_back_to_buffered(struct file_be *fb, const char *why, int rc)
 	atomic_store(&fb->align, 1);
 }
 
-static void *cleaner_main(void *arg);
 
 static int file_open(const struct hc_config *cfg, void **out)
 {
@@ -182,7 +245,7 @@ static int file_open(const struct hc_config *cfg, void **out)
 	bool direct;
 	const char *engine;
 	int64_t depth, threads;
-	double cap_gb;
+	double cap_gb, temp_age_s;
 	int rc;
 	if ((rc = hc_config_get_list(cfg, "dirs", &dirs, &ndirs)) ||
 	    (rc = hc_config_get_bool(cfg, "use_direct_io", &direct)) ||
@@ -200,7 +263,7 @@ static int file_open(const struct hc_config *cfg, void **out)
 		return -ENOMEM;
 	pthread_mutex_init(&fb->lock, NULL);
 	pthread_cond_init(&fb->wake, NULL);
-	fb->pid = getpid();
+	fb->nonce = file_test_nonce ? file_test_nonce : file_random_nonce();
 	fb->dirs = calloc(ndirs, sizeof(*fb->dirs));
 	fb->dirfds = malloc(ndirs * sizeof(*fb->dirfds));
 	if (!fb->dirs || !fb->dirfds) {
@@ -210,10 +273,13 @@ static int file_open(const struct hc_config *cfg, void **out)
 	fb->ndirs = ndirs;
 	for (size_t i = 0; i < ndirs; i++)
 		fb->dirfds[i] = -1;
-	if ((rc = hc_config_get_number(cfg, "l3_cleaner_high_watermark", &fb->high_pct)) ||
+	if ((rc = hc_config_get_bool(cfg, "l3_file_shared_group", &fb->shared_group)) ||
+	    (rc = hc_config_get_number(cfg, "l3_cleaner_high_watermark", &fb->high_pct)) ||
 	    (rc = hc_config_get_number(cfg, "l3_cleaner_low_watermark", &fb->low_pct)) ||
-	    (rc = hc_config_get_number(cfg, "l3_cleaner_interval_s", &fb->interval_s)))
+	    (rc = hc_config_get_number(cfg, "l3_cleaner_interval_s", &fb->interval_s)) ||
+	    (rc = hc_config_get_number(cfg, "l3_file_temp_max_age_s", &temp_age_s)))
 		goto fail;
+	fb->temp_age_ns = (int64_t)(temp_age_s * 1e9);
 	if (fb->low_pct >= fb->high_pct) {
 		rc = util_fail(-EINVAL, "file store: l3_cleaner_low_watermark (%g) must be below "
 			       "l3_cleaner_high_watermark (%g)", fb->low_pct, fb->high_pct);
@@ -254,7 +320,10 @@ static int file_open(const struct hc_config *cfg, void **out)
 			atomic_store(&fb->align, align);
 	}
 	if (fb->interval_s > 0) {
-		if (pthread_create(&fb->cleaner, NULL, cleaner_main, fb)) {
+		if ((rc = file_lease_open(&fb->lease, fb->dirfds, fb->dirs, fb->ndirs,
+					  fb->shared_group)))
+			goto fail;
+		if (hc_thread_start(&fb->cleaner, file_cleaner_main, fb)) {
 			rc = util_fail(-EAGAIN, "file store: cannot start the cleaner thread");
 			goto fail;
 		}
@@ -306,314 +375,6 @@ static int file_probe_memory(void *p, const void *addr, size_t len)
 	return 0;
 }
 
-static int path_of(const struct store_obj *o, char *out)
-{
-	char bucket[3];
-	hc_key_bucket_hex(o->route, bucket);
-	int n = snprintf(out, FILE_PATH_MAX, "%s/%s", bucket, o->name);
-	return n > 0 && n < FILE_PATH_MAX ? 0 : -ENAMETOOLONG;
-}
-
-static int dirfd_of(const struct file_be *fb, const struct store_obj *o)
-{
-	return fb->dirfds[hc_key_disk(o->route, (unsigned)fb->ndirs)];
-}
-
-/* The whole batch failed before any I/O (no memory for its requests). */
-static int fail_all(struct store_obj *objs, size_t n, int rc)
-{
-	for (size_t i = 0; i < n; i++)
-		objs[i].result = rc;
-	return rc;
-}
-
-static void kick_cleaner(struct file_be *fb)
-{
-	if (!fb->cleaner_started || !fb->capacity_bytes ||
-	    atomic_load(&fb->used_bytes) <= fb->capacity_bytes)
-		return;
-	pthread_mutex_lock(&fb->lock);
-	fb->kick = true;
-	pthread_cond_signal(&fb->wake);
-	pthread_mutex_unlock(&fb->lock);
-}
-
-/* One array of objects on its way through the I/O engine: the requests
- * follow this header in the same allocation, then their names. */
-struct file_batch {
-	struct store_obj *objs;
-	size_t n;
-	bool write;
-};
-
-static void *file_batch_reqs(struct file_batch *b)
-{
-	return b + 1;
-}
-
-static struct file_batch *file_batch_of(void *reqs)
-{
-	return (struct file_batch *)reqs - 1;
-}
-
-/* The engine's requests for objs[0..n), or NULL without memory. */
-static struct file_batch *file_batch_new(struct file_be *fb, struct store_obj *objs, size_t n,
-					 bool write)
-{
-	size_t req = write ? sizeof(struct io_write_req) : sizeof(struct io_read_req);
-	size_t names = write ? FILE_PATH_MAX + TMP_NAME_MAX : FILE_PATH_MAX;
-	struct file_batch *b = calloc(1, sizeof(*b) + n * (req + names));
-	if (!b)
-		return NULL;
-	*b = (struct file_batch){objs, n, write};
-	char (*paths)[FILE_PATH_MAX] = (void *)((char *)file_batch_reqs(b) + n * req);
-	char (*tmps)[TMP_NAME_MAX] = (void *)(paths + n);
-	bool direct = atomic_load(&fb->direct);
-	for (size_t i = 0; i < n; i++) {
-		path_of(&objs[i], paths[i]);
-		if (!write) {
-			((struct io_read_req *)file_batch_reqs(b))[i] = (struct io_read_req){
-				.dirfd = dirfd_of(fb, &objs[i]),
-				.name = paths[i],
-				.iov = objs[i].iov,
-				.iovcnt = objs[i].iovcnt,
-				.len = objs[i].len,
-				.direct = direct,
-				.arrived = objs[i].arrived,
-				.arg = objs[i].hook_arg,
-			};
-			continue;
-		}
-		char bucket[3];
-		hc_key_bucket_hex(objs[i].route, bucket);
-		/* Short, unique temp names: a crashed writer's leftovers never
-		 * collide with a new one (pid, sequence), and fsck knows them. */
-		snprintf(tmps[i], TMP_NAME_MAX, "%s/.tmp.%016llx.%d.%llu", bucket,
-			 (unsigned long long)objs[i].route, (int)fb->pid,
-			 (unsigned long long)atomic_fetch_add(&fb->seq, 1));
-		((struct io_write_req *)file_batch_reqs(b))[i] = (struct io_write_req){
-			.dirfd = dirfd_of(fb, &objs[i]),
-			.tmp_name = tmps[i],
-			.final_name = paths[i],
-			.iov = objs[i].iov,
-			.iovcnt = objs[i].iovcnt,
-			.len = objs[i].len,
-			.direct = direct,
-			.noreplace = true,
-			.prepare = objs[i].prepare,
-			.arg = objs[i].hook_arg,
-		};
-	}
-	return b;
-}
-
-/* The results back into the objects; the batch is freed. */
-static void file_batch_end(struct file_be *fb, struct file_batch *b)
-{
-	uint64_t added = 0;
-	for (size_t i = 0; i < b->n; i++) {
-		struct store_obj *o = &b->objs[i];
-		if (b->write) {
-			o->result = ((struct io_write_req *)file_batch_reqs(b))[i].result;
-			added += o->result == 0 ? o->len : 0;
-		} else {
-			o->result = ((struct io_read_req *)file_batch_reqs(b))[i].result;
-		}
-	}
-	free(b);
-	if (added) {
-		atomic_fetch_add(&fb->used_bytes, added);
-		kick_cleaner(fb);
-	}
-}
-
-static int file_batch_run(struct file_be *fb, struct store_obj *objs, size_t n, bool write)
-{
-	struct file_batch *b = file_batch_new(fb, objs, n, write);
-	if (!b)
-		return fail_all(objs, n, -ENOMEM);
-	int rc = write ? io_write_batch(fb->io, file_batch_reqs(b), n)
-		       : io_read_batch(fb->io, file_batch_reqs(b), n);
-	file_batch_end(fb, b);
-	return rc;
-}
-
-static int file_put(void *p, struct store_obj *objs, size_t n)
-{
-	return file_batch_run(p, objs, n, true);
-}
-
-static int file_get(void *p, struct store_obj *objs, size_t n)
-{
-	return file_batch_run(p, objs, n, false);
-}
-
-/* The store's feed of object arrays as the engine's feed of requests. */
-struct file_feed {
-	struct io_feed io;
-	struct store_feed *objs;
-	struct file_be *fb;
-	bool write;
-};
-
-static size_t file_feed_next(struct io_feed *f, void **reqs)
-{
-	struct file_feed *ff = (struct file_feed *)f;
-	struct store_obj *objs;
-	size_t n;
-	while ((n = ff->objs->next(ff->objs, &objs))) {
-		struct file_batch *b = file_batch_new(ff->fb, objs, n, ff->write);
-		if (b) {
-			*reqs = file_batch_reqs(b);
-			return n;
-		}
-		fail_all(objs, n, -ENOMEM);
-		ff->objs->done(ff->objs, objs, n);
-	}
-	return 0;
-}
-
-static void file_feed_done(struct io_feed *f, void *reqs, size_t n)
-{
-	struct file_feed *ff = (struct file_feed *)f;
-	struct file_batch *b = file_batch_of(reqs);
-	struct store_obj *objs = b->objs;
-	file_batch_end(ff->fb, b);
-	ff->objs->done(ff->objs, objs, n);
-}
-
-static int file_put_feed(void *p, struct store_feed *f)
-{
-	struct file_feed ff = {{file_feed_next, file_feed_done}, f, p, true};
-	return io_write_feed(((struct file_be *)p)->io, &ff.io);
-}
-
-static int file_get_feed(void *p, struct store_feed *f)
-{
-	struct file_feed ff = {{file_feed_next, file_feed_done}, f, p, false};
-	return io_read_feed(((struct file_be *)p)->io, &ff.io);
-}
-
-static int64_t file_exists(void *p, struct store_obj *objs, size_t n, bool stop_at_miss)
-{
-	struct file_be *fb = p;
-	struct io_stat_req *reqs = calloc(n ? n : 1, sizeof(*reqs));
-	char (*paths)[FILE_PATH_MAX] = malloc((n ? n : 1) * sizeof(*paths));
-	if (!reqs || !paths) {
-		free(reqs);
-		free(paths);
-		return fail_all(objs, n, -ENOMEM);
-	}
-	for (size_t i = 0; i < n; i++) {
-		path_of(&objs[i], paths[i]);
-		reqs[i] = (struct io_stat_req){.dirfd = dirfd_of(fb, &objs[i]), .name = paths[i],
-					       .result = -ENOENT};
-	}
-	int64_t rc = io_stat_batch(fb->io, reqs, n, stop_at_miss);
-	int64_t lead = 0;
-	bool missed = false;
-	for (size_t i = 0; i < n; i++) {
-		/* A file of the wrong size is not an object of this geometry. */
-		bool hit = rc >= 0 && reqs[i].result == 0 && reqs[i].size == objs[i].len &&
-			   !(missed && stop_at_miss);
-		objs[i].result = hit ? 0 : -ENOENT;
-		if (hit && !missed)
-			lead++;
-		if (!hit)
-			missed = true;
-	}
-	free(reqs);
-	free(paths);
-	return rc < 0 ? rc : lead;
-}
-
-static int file_remove(void *p, struct store_obj *objs, size_t n)
-{
-	struct file_be *fb = p;
-	char path[FILE_PATH_MAX];
-	for (size_t i = 0; i < n; i++) {
-		objs[i].result = path_of(&objs[i], path);
-		if (!objs[i].result && unlinkat(dirfd_of(fb, &objs[i]), path, 0))
-			objs[i].result = -errno;
-	}
-	return 0;
-}
-
-/* ---- the cleaner ---- */
-
-static bool over_watermark(const struct file_be *fb, double pct)
-{
-	for (size_t i = 0; i < fb->ndirs; i++) {
-		struct statvfs sv;
-		if (fstatvfs(fb->dirfds[i], &sv) || sv.f_blocks == 0)
-			continue;
-		double used = 100.0 * (double)(sv.f_blocks - sv.f_bavail) / (double)sv.f_blocks;
-		if (used >= pct)
-			return true;
-	}
-	return false;
-}
-
-static bool over_watermark_cb(void *arg);
-
-/* One pass: the capacity cap, then the file-system watermarks. */
-static void clean_once(struct file_be *fb)
-{
-	struct file_scan scan;
-	if (file_scan_dirs((const char *const *)fb->dirs, fb->ndirs, &scan))
-		return;
-	if (fb->capacity_bytes && scan.object_bytes > fb->capacity_bytes) {
-		/* Hysteresis: delete down to the low/high fraction of the cap. */
-		uint64_t target = (uint64_t)((double)fb->capacity_bytes * fb->low_pct / fb->high_pct);
-		uint64_t pages = 0, bytes = 0;
-		file_scan_evict(&scan, target, NULL, NULL, &pages, &bytes);
-		log_info("file store cleaner: capacity %.3f GB: deleted %llu pages (%llu bytes)",
-			 (double)fb->capacity_bytes / 1e9, (unsigned long long)pages,
-			 (unsigned long long)bytes);
-	}
-	if (over_watermark(fb, fb->high_pct)) {
-		uint64_t pages = 0, bytes = 0;
-		file_scan_evict(&scan, 0, over_watermark_cb, fb, &pages, &bytes);
-		log_info("file store cleaner: file system above %g%%: deleted %llu pages", fb->high_pct,
-			 (unsigned long long)pages);
-	}
-	/* Writes since the scan began are not in it; the next pass sees them. */
-	atomic_store(&fb->used_bytes, scan.object_bytes);
-	file_scan_free(&scan);
-}
-
-static bool over_watermark_cb(void *arg)
-{
-	const struct file_be *fb = arg;
-	return over_watermark(fb, fb->low_pct);
-}
-
-static void *cleaner_main(void *arg)
-{
-	struct file_be *fb = arg;
-	pthread_mutex_lock(&fb->lock);
-	while (!fb->stop) {
-		pthread_mutex_unlock(&fb->lock);
-		clean_once(fb);
-		pthread_mutex_lock(&fb->lock);
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		double whole = (double)(time_t)fb->interval_s;
-		until.tv_sec += (time_t)fb->interval_s;
-		until.tv_nsec += (long)((fb->interval_s - whole) * 1e9);
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-		while (!fb->stop && !fb->kick)
-			if (pthread_cond_timedwait(&fb->wake, &fb->lock, &until) == ETIMEDOUT)
-				break;
-		fb->kick = false;
-	}
-	pthread_mutex_unlock(&fb->lock);
-	return NULL;
-}
-
 const struct store_backend_ops store_file_ops = {
 	.name = "file",
 	.object_hooks = true,
@@ -629,4 +390,6 @@ const struct store_backend_ops store_file_ops = {
 	.get_feed = file_get_feed,
 	.exists = file_exists,
 	.remove = file_remove,
+	.remove_matching = file_remove_matching,
+	.cleaner_stats = file_cleaner_stats,
 };

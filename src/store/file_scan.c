@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ORPHAN_AGE_NS (60ll * 1000000000ll)
 #define HEX_LEN 64
 
 bool file_scan_is_object(const char *name)
@@ -35,22 +33,19 @@ static int64_t mtime_of(const struct stat *st)
 	return (int64_t)st->st_mtim.tv_sec * 1000000000ll + st->st_mtim.tv_nsec;
 }
 
-/* ".tmp.<16 hex>.<pid>.<seq>": orphaned when that process is gone. */
-static bool temp_orphaned(const char *name, int64_t mtime_ns, int64_t now_ns)
+/* A temp file is orphaned by its age alone: its writer may be on another
+ * host or in another pid namespace, where no pid says anything. A live
+ * writer's temp file lives for one write. */
+static bool temp_orphaned(int64_t mtime_ns, int64_t now_ns, int64_t age_ns)
 {
-	if (now_ns - mtime_ns > ORPHAN_AGE_NS)
-		return true;
-	const char *p = strrchr(name, '.');
-	if (!p || p == name)
-		return false;
-	const char *q = p - 1;
-	while (q > name && *q != '.')
-		q--;
-	char *end;
-	long pid = strtol(q + 1, &end, 10);
-	if (end != p || pid <= 0 || pid > INT_MAX)
-		return false;
-	return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+	return now_ns - mtime_ns > age_ns;
+}
+
+static int64_t realtime_ns(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (int64_t)now.tv_sec * 1000000000ll + now.tv_nsec;
 }
 
 static int push(void **arr, size_t *n, size_t *cap, size_t elem)
@@ -80,11 +75,18 @@ void file_scan_free(struct file_scan *s)
 }
 
 static int scan_bucket(struct file_scan *s, int dirfd, uint32_t disk, uint32_t bucket,
-		       int64_t now_ns)
+		       int64_t now_ns, int64_t age_ns)
 {
 	char name[3];
 	snprintf(name, sizeof(name), "%02x", bucket);
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR)) {
+		/* A symlink (or a file) where a bucket belongs: never followed. */
+		log_warn("file store: skipping bucket '%s/%s': not a directory (a symlink is "
+			 "never followed in a store)", s->dirs[disk], name);
+		s->foreign++;
+		return 0;
+	}
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
 	DIR *d = fdopendir(fd);
@@ -117,7 +119,7 @@ static int scan_bucket(struct file_scan *s, int dirfd, uint32_t disk, uint32_t b
 			}
 			s->temps[s->ntemps++] = (struct scan_temp){
 				dup, disk, bucket, mtime_of(&st),
-				temp_orphaned(de->d_name, mtime_of(&st), now_ns)};
+				temp_orphaned(mtime_of(&st), now_ns, age_ns)};
 		} else if (strlen(de->d_name) >= HEX_LEN && file_scan_is_object(de->d_name)) {
 			rc = push((void **)&s->objs, &s->nobjs, &s->cap_objs, sizeof(*s->objs));
 			if (rc)
@@ -147,32 +149,109 @@ static int scan_bucket(struct file_scan *s, int dirfd, uint32_t disk, uint32_t b
 
 int file_scan_dirs(const char *const *dirs, size_t ndirs, struct file_scan *out)
 {
+	return file_scan_dirs_aged(dirs, ndirs, FILE_TEMP_AGE_NS, out);
+}
+
+int file_scan_dirs_aged(const char *const *dirs, size_t ndirs, int64_t age_ns,
+			struct file_scan *out)
+{
 	memset(out, 0, sizeof(*out));
 	out->dirs = dirs;
 	out->ndirs = ndirs;
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	int64_t now_ns = (int64_t)now.tv_sec * 1000000000ll + now.tv_nsec;
+	int64_t now_ns = realtime_ns();
+	struct stat *ids = calloc(ndirs ? ndirs : 1, sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
 	for (size_t i = 0; i < ndirs; i++) {
 		int fd = open(dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0) {
 			int rc = util_fail(-errno, "file store: cannot open '%s': %s", dirs[i],
 					   hc_strerror(-errno));
 			file_scan_free(out);
+			free(ids);
+			return rc;
+		}
+		/* The same dir twice (or through a symlink) would have every
+		 * object counted twice and found misplaced in one of them. */
+		int rc = fstat(fd, &ids[i]) ? -errno : 0;
+		for (size_t j = 0; j < i && !rc; j++)
+			if (ids[j].st_dev == ids[i].st_dev && ids[j].st_ino == ids[i].st_ino)
+				rc = util_fail(-EINVAL, "file store: '%s' and '%s' are the same "
+					       "directory; give each base dir once", dirs[j],
+					       dirs[i]);
+		if (rc) {
+			close(fd);
+			file_scan_free(out);
+			free(ids);
 			return rc;
 		}
 		for (uint32_t b = 0; b < 256; b++) {
-			int rc = scan_bucket(out, fd, (uint32_t)i, b, now_ns);
+			rc = scan_bucket(out, fd, (uint32_t)i, b, now_ns, age_ns);
 			if (rc) {
 				close(fd);
 				file_scan_free(out);
+				free(ids);
 				return util_fail(rc, "file store: scanning '%s': %s", dirs[i],
 						 hc_strerror(rc));
 			}
 		}
 		close(fd);
 	}
+	free(ids);
 	return 0;
+}
+
+int file_scan_bucket_fd(const struct file_scan *s, uint32_t disk, uint32_t bucket)
+{
+	int base = open(s->dirs[disk], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (base < 0)
+		return -errno;
+	char name[3];
+	snprintf(name, sizeof(name), "%02x", bucket);
+	int fd = openat(base, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int rc = fd < 0 ? -errno : fd;
+	close(base);
+	return rc;
+}
+
+int file_scan_unlink(const struct file_scan *s, uint32_t disk, uint32_t bucket, const char *name)
+{
+	int fd = file_scan_bucket_fd(s, disk, bucket);
+	if (fd < 0)
+		return fd;
+	int rc = unlinkat(fd, name, 0) ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
+uint64_t file_scan_remove_orphans(const struct file_scan *s, int64_t age_ns)
+{
+	uint64_t n = 0;
+	int bfd = -1;
+	uint32_t bdisk = UINT32_MAX, bbucket = UINT32_MAX;
+	for (size_t i = 0; i < s->ntemps; i++) {
+		const struct scan_temp *t = &s->temps[i];
+		if (!t->orphaned)
+			continue;
+		if (t->disk != bdisk || t->bucket != bbucket) {
+			if (bfd >= 0)
+				close(bfd);
+			bfd = file_scan_bucket_fd(s, t->disk, t->bucket);
+			bdisk = t->disk;
+			bbucket = t->bucket;
+		}
+		if (bfd < 0)
+			continue;
+		/* Still old now: not a name a writer has written to since. */
+		struct stat st;
+		if (fstatat(bfd, t->name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+		    !temp_orphaned(mtime_of(&st), realtime_ns(), age_ns))
+			continue;
+		n += unlinkat(bfd, t->name, 0) == 0;
+	}
+	if (bfd >= 0)
+		close(bfd);
+	return n;
 }
 
 int file_scan_path(const struct file_scan *s, uint32_t disk, uint32_t bucket, const char *name,
@@ -213,8 +292,39 @@ static int by_age(const void *a, const void *b)
 	return (x->newest_ns > y->newest_ns) - (x->newest_ns < y->newest_ns);
 }
 
-int file_scan_evict(struct file_scan *s, uint64_t target, bool (*keep_going)(void *), void *arg,
-		    uint64_t *pages_out, uint64_t *bytes_out)
+/* What one eviction stops on: the scanned bytes down to target, or (with
+ * need) every file system group's need met. */
+struct evict_goal {
+	uint64_t target;
+	const uint32_t *group_of_disk; /* with need */
+	uint64_t *need;                /* bytes still to free per group, or NULL */
+	size_t ngroups;
+};
+
+static bool goal_met(const struct evict_goal *goal, uint64_t total)
+{
+	if (!goal->need)
+		return total <= goal->target;
+	for (size_t i = 0; i < goal->ngroups; i++)
+		if (goal->need[i])
+			return false;
+	return true;
+}
+
+/* Does page g have an object on a group that still needs bytes freed? */
+static bool page_helps(const struct file_scan *s, const struct evict_goal *goal,
+		       const struct page_group *g)
+{
+	if (!goal->need)
+		return true;
+	for (size_t j = g->first; j < g->first + g->count; j++)
+		if (goal->need[goal->group_of_disk[s->objs[j].disk]])
+			return true;
+	return false;
+}
+
+static int evict(struct file_scan *s, const struct evict_goal *goal, uint64_t *pages_out,
+		 uint64_t *bytes_out)
 {
 	uint64_t npages = file_scan_pages(s); /* also sorts objects by page */
 	struct page_group *g = calloc(npages ? npages : 1, sizeof(*g));
@@ -233,21 +343,28 @@ int file_scan_evict(struct file_scan *s, uint64_t target, bool (*keep_going)(voi
 	}
 	qsort(g, k, sizeof(*g), by_age);
 	uint64_t total = s->object_bytes, pages = 0, bytes = 0;
-	char path[PATH_MAX];
-	for (size_t i = 0; i < k; i++) {
-		if (keep_going ? !keep_going(arg) : total <= target)
-			break;
+	for (size_t i = 0; i < k && !goal_met(goal, total); i++) {
+		if (!page_helps(s, goal, &g[i]))
+			continue;
+		bool unlinked = false;
 		for (size_t j = g[i].first; j < g[i].first + g[i].count; j++) {
 			const struct scan_obj *o = &s->objs[j];
 			s->objs[j].deleted = true;
-			if (file_scan_path(s, o->disk, o->bucket, o->name, path, sizeof(path)))
-				continue;
-			/* Gone already (another cleaner, a gc) is as good as deleted. */
-			if (unlink(path) == 0 || errno == ENOENT)
+			/* Through the bucket's fd, never a symlink. Gone already
+			 * (another cleaner, a gc) frees the bytes as well, but is
+			 * not counted as this call's deletion. */
+			int urc = file_scan_unlink(s, o->disk, o->bucket, o->name);
+			if (urc == 0) {
 				bytes += o->bytes;
+				unlinked = true;
+			}
+			if (goal->need) {
+				uint64_t *n = &goal->need[goal->group_of_disk[o->disk]];
+				*n = *n > o->bytes ? *n - o->bytes : 0;
+			}
 		}
 		total -= g[i].bytes;
-		pages++;
+		pages += unlinked;
 	}
 	free(g);
 	/* Drop what was deleted, so a second eviction over the same scan (the
@@ -267,4 +384,27 @@ int file_scan_evict(struct file_scan *s, uint64_t target, bool (*keep_going)(voi
 	if (bytes_out)
 		*bytes_out = bytes;
 	return 0;
+}
+
+int file_scan_evict(struct file_scan *s, uint64_t target, uint64_t *pages, uint64_t *bytes)
+{
+	struct evict_goal goal = {.target = target};
+	return evict(s, &goal, pages, bytes);
+}
+
+int file_scan_evict_needs(struct file_scan *s, const uint32_t *group_of_disk, uint64_t *need,
+			  size_t ngroups, uint64_t *pages, uint64_t *bytes)
+{
+	struct evict_goal goal = {.group_of_disk = group_of_disk, .need = need,
+				  .ngroups = ngroups};
+	return evict(s, &goal, pages, bytes);
+}
+
+uint64_t file_scan_disk_bytes(const struct file_scan *s, uint32_t disk)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < s->nobjs; i++)
+		if (s->objs[i].disk == disk)
+			n += s->objs[i].bytes;
+	return n;
 }

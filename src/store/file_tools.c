@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -44,40 +45,65 @@ static int s3_target(const char *const *dirs, size_t ndirs, const char *what)
 	return 1;
 }
 
-/* Is the object at path whole and consistent? Reads it once. */
-static bool object_ok(const char *path, const struct scan_obj *o, size_t ndirs)
+/* Where an object's name routes it: its bucket in its base dir. */
+static bool placed_right(const struct scan_obj *o, size_t ndirs)
 {
 	uint64_t route = hc_key_route_hash(o->name);
-	if (hc_key_bucket(route) != o->bucket || hc_key_disk(route, (unsigned)ndirs) != o->disk)
-		return false; /* misplaced: no reader would ever find it */
-	if (o->bytes < FORMAT_BLOCK || o->bytes % FORMAT_BLOCK)
-		return false;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	return hc_key_bucket(route) == o->bucket &&
+	       hc_key_disk(route, (unsigned)ndirs) == o->disk;
+}
+
+enum verdict { V_OK, V_CORRUPT, V_GONE, V_ERROR };
+
+/* Remove the file under name in bucket fd bfd only if it is still the one
+ * found bad (dev/ino of *bad): moved aside first (atomic), compared, and
+ * put back when it is another file (a good copy published since). */
+static bool remove_if_same(int bfd, const char *name, const struct stat *bad)
+{
+	char aside[96];
+	snprintf(aside, sizeof(aside), ".tmp.fsck.%016llx.%u", (unsigned long long)bad->st_ino,
+		 (unsigned)getpid());
+	if (renameat2(bfd, name, bfd, aside, RENAME_NOREPLACE))
+		return false; /* gone already, or cannot: nothing removed */
+	struct stat now;
+	bool same = !fstatat(bfd, aside, &now, AT_SYMLINK_NOFOLLOW) && now.st_dev == bad->st_dev &&
+		    now.st_ino == bad->st_ino;
+	if (same)
+		return unlinkat(bfd, aside, 0) == 0;
+	/* Not the one found bad: back under its name (a newer one there
+	 * makes it a duplicate, which goes). */
+	if (renameat2(bfd, aside, bfd, name, RENAME_NOREPLACE))
+		unlinkat(bfd, aside, 0);
+	return false;
+}
+
+/* One object: the shared validator (format_check_fd) on the file under its
+ * name, opened without following a symlink. */
+static enum verdict check_object(int bfd, const struct scan_obj *o, struct stat *st, int *err)
+{
+	int fd = openat(bfd, o->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	*err = fd < 0 ? -errno : 0;
 	if (fd < 0)
-		return false;
-	bool ok = false;
-	uint8_t *buf = malloc(o->bytes);
-	if (!buf)
-		goto out;
-	size_t got = 0;
-	while (got < o->bytes) {
-		ssize_t n = pread(fd, buf + got, o->bytes - got, (off_t)got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			goto out;
-		got += (size_t)n;
-	}
+		return *err == -ENOENT || *err == -ELOOP ? V_GONE : V_ERROR;
+	enum verdict v = V_CORRUPT;
 	struct store_trailer t;
-	if (format_trailer_read(buf + o->bytes - FORMAT_BLOCK, &t))
-		goto out;
-	if (format_object_len(t.payload_len) != o->bytes)
-		goto out;
-	ok = !t.checksum || util_checksum(buf, t.payload_len) == t.checksum;
-out:
-	free(buf);
+	if (fstat(fd, st)) {
+		*err = -errno;
+		v = V_ERROR;
+	} else if (S_ISREG(st->st_mode)) {
+		int rc = format_check_fd(fd, (uint64_t)st->st_size, &t);
+		v = rc == 0 ? V_OK : rc == -EBADMSG || rc == -ENODATA ? V_CORRUPT : V_ERROR;
+		*err = rc;
+	}
 	close(fd);
-	return ok;
+	if (v != V_CORRUPT)
+		return v;
+	/* Deleted or replaced while it was read: the file checked is gone. */
+	struct stat now;
+	if (fstatat(bfd, o->name, &now, AT_SYMLINK_NOFOLLOW) || now.st_ino != st->st_ino ||
+	    now.st_dev != st->st_dev)
+		return V_GONE;
+	return V_CORRUPT;
 }
 
 int hc_file_fsck(const char *const *dirs, size_t ndirs, bool repair, struct hc_fsck_report *out)
@@ -91,32 +117,63 @@ int hc_file_fsck(const char *const *dirs, size_t ndirs, bool repair, struct hc_f
 	if (rc)
 		return rc;
 	char path[PATH_MAX];
-	for (size_t i = 0; i < s.nobjs; i++) {
+	int bfd = -1;
+	uint32_t bdisk = UINT32_MAX, bbucket = UINT32_MAX;
+	for (size_t i = 0; i < s.nobjs && !rc; i++) {
 		const struct scan_obj *o = &s.objs[i];
 		if (file_scan_path(&s, o->disk, o->bucket, o->name, path, sizeof(path)))
 			continue;
-		if (object_ok(path, o, ndirs)) {
-			out->ok++;
-			out->bytes += o->bytes;
+		if (!placed_right(o, ndirs)) {
+			out->misplaced++;
+			log_warn("fsck: misplaced object %s (another base dir or bucket than its "
+				 "name routes to: are the dirs given in the store's order and "
+				 "number?); left alone", path);
 			continue;
 		}
-		out->corrupt++;
-		log_warn("fsck: corrupt object %s", path);
-		if (repair && (unlink(path) == 0 || errno == ENOENT))
-			out->removed++;
-	}
-	for (size_t i = 0; i < s.ntemps; i++) {
-		const struct scan_temp *t = &s.temps[i];
-		if (!t->orphaned)
+		if (o->disk != bdisk || o->bucket != bbucket) {
+			if (bfd >= 0)
+				close(bfd);
+			bfd = file_scan_bucket_fd(&s, o->disk, o->bucket);
+			bdisk = o->disk;
+			bbucket = o->bucket;
+		}
+		if (bfd < 0) {
+			out->gone++; /* the bucket went (a symlink now, or removed) */
 			continue;
-		out->orphaned_temp++;
-		if (repair && !file_scan_path(&s, t->disk, t->bucket, t->name, path, sizeof(path)) &&
-		    (unlink(path) == 0 || errno == ENOENT))
-			out->removed++;
+		}
+		struct stat st;
+		int err = 0;
+		switch (check_object(bfd, o, &st, &err)) {
+		case V_OK:
+			out->ok++;
+			out->bytes += (uint64_t)st.st_size;
+			break;
+		case V_GONE:
+			out->gone++;
+			break;
+		case V_ERROR:
+			rc = util_fail(err ? err : -EIO, "fsck: cannot check %s: %s", path,
+				       hc_strerror(err ? err : -EIO));
+			break;
+		case V_CORRUPT:
+			out->corrupt++;
+			log_warn("fsck: corrupt object %s", path);
+			if (repair && remove_if_same(bfd, o->name, &st))
+				out->removed++;
+			break;
+		}
 	}
+	if (bfd >= 0)
+		close(bfd);
+	/* Temp files by age alone, as the cleaner judges them (its writer may
+	 * be on another host); each re-checked just before it is unlinked. */
+	for (size_t i = 0; i < s.ntemps && !rc; i++)
+		out->orphaned_temp += s.temps[i].orphaned;
+	if (repair && !rc)
+		out->removed += file_scan_remove_orphans(&s, FILE_TEMP_AGE_NS);
 	out->foreign = s.foreign;
 	file_scan_free(&s);
-	return 0;
+	return rc;
 }
 
 int hc_file_ls(const char *const *dirs, size_t ndirs, struct hc_ls_report *out)
@@ -155,7 +212,7 @@ int hc_file_gc(const char *const *dirs, size_t ndirs, uint64_t capacity_bytes,
 	rc = file_scan_dirs(dirs, ndirs, &s);
 	if (rc)
 		return rc;
-	rc = file_scan_evict(&s, capacity_bytes, NULL, NULL, removed_pages, removed_bytes);
+	rc = file_scan_evict(&s, capacity_bytes, removed_pages, removed_bytes);
 	file_scan_free(&s);
 	return rc;
 }

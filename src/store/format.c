@@ -1,9 +1,12 @@
 /* Object trailer: written last in the object, checked structurally (magic,
  * version, its own checksum) before any field of it is trusted. */
 #include "store/format.h"
+#include "util/fault.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -24,6 +27,56 @@ void format_trailer_write(void *block, const struct store_trailer *t)
 	copy.self_check = self_check(&copy);
 	memset(block, 0, FORMAT_BLOCK - FORMAT_TRAILER_BYTES);
 	memcpy((char *)block + FORMAT_BLOCK - FORMAT_TRAILER_BYTES, &copy, sizeof(copy));
+}
+
+#define CHECK_CHUNK ((size_t)1 << 20)
+
+static int read_at(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ENODATA;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+int format_check_fd(int fd, uint64_t size, struct store_trailer *out)
+{
+	if (size < FORMAT_BLOCK || size % FORMAT_BLOCK)
+		return -EBADMSG;
+	size_t chunk = size < CHECK_CHUNK ? (size_t)size : CHECK_CHUNK;
+	uint8_t *buf = hc_fault_malloc(chunk);
+	if (!buf)
+		return -ENOMEM;
+	int rc = read_at(fd, buf, FORMAT_BLOCK, size - FORMAT_BLOCK);
+	if (!rc && (format_trailer_read(buf, out) || format_object_len(out->payload_len) != size ||
+		    (out->payload_len && !out->checksum)))
+		rc = -EBADMSG;
+	XXH3_state_t *h = rc ? NULL : XXH3_createState();
+	if (!rc && !h)
+		rc = -ENOMEM;
+	if (!rc)
+		XXH3_64bits_reset(h);
+	for (uint64_t off = 0; !rc && off < out->payload_len;) {
+		uint64_t left = out->payload_len - off;
+		size_t n = left < chunk ? (size_t)left : chunk;
+		rc = read_at(fd, buf, n, off);
+		if (!rc)
+			XXH3_64bits_update(h, buf, n);
+		off += n;
+	}
+	if (!rc && out->payload_len && XXH3_64bits_digest(h) != out->checksum)
+		rc = -EBADMSG;
+	XXH3_freeState(h);
+	free(buf);
+	return rc;
 }
 
 int format_trailer_read(const void *block, struct store_trailer *out)

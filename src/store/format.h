@@ -52,4 +52,14 @@ void format_trailer_write(void *block, const struct store_trailer *t);
  * the trailer to *out. Returns 0 or -EBADMSG. */
 int format_trailer_read(const void *block, struct store_trailer *out);
 
+/* The one check of an object file on its own (fsck, the store's healing,
+ * the fuzzer): fd is open on a regular file of size bytes. The trailer is
+ * read first; the size must be the object size of its payload_len, so at
+ * most that many bytes are read, through a bounded buffer (never a buffer
+ * of the file's size). The payload checksum must match and must have been
+ * computed (0 on a non-empty payload is rejected, as the store's reads
+ * reject it). Returns 0 (*out filled), -EBADMSG (not a valid object), or
+ * -errno of a read (-ENODATA: the file shrank while read). */
+int format_check_fd(int fd, uint64_t size, struct store_trailer *out);
+
 #endif

@@ -56,13 +56,13 @@ static int mem_open(const struct hc_config *cfg, void **out)
 	int rc = hc_config_get_int(cfg, "mem_capacity_bytes", &cap);
 	if (rc)
 		return rc;
-	struct mem_be *m = calloc(1, sizeof(*m));
+	struct mem_be *m = hc_fault_calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
 	pthread_mutex_init(&m->lock, NULL);
 	m->cap = (uint64_t)cap;
 	m->nbuckets = 1024;
-	m->table = calloc(m->nbuckets, sizeof(*m->table));
+	m->table = hc_fault_calloc(m->nbuckets, sizeof(*m->table));
 	if (!m->table) {
 		mem_close(m);
 		return -ENOMEM;
@@ -123,7 +123,7 @@ static void remove_obj(struct mem_be *m, struct mem_obj *o)
 static void grow(struct mem_be *m)
 {
 	size_t n = m->nbuckets * 2;
-	struct mem_obj **t = calloc(n, sizeof(*t));
+	struct mem_obj **t = hc_fault_calloc(n, sizeof(*t));
 	if (!t)
 		return; /* longer chains, still correct */
 	for (size_t i = 0; i < m->nbuckets; i++) {
@@ -148,8 +148,8 @@ static int put_one(struct mem_be *m, struct store_obj *obj)
 	if (*slot_of(m, obj->name, h))
 		return -EEXIST;
 	size_t nlen = strlen(obj->name) + 1;
-	struct mem_obj *o = malloc(sizeof(*o) + nlen);
-	uint8_t *data = malloc(obj->len ? obj->len : 1);
+	struct mem_obj *o = hc_fault_malloc(sizeof(*o) + nlen);
+	uint8_t *data = hc_fault_malloc(obj->len ? obj->len : 1);
 	if (!o || !data) {
 		free(o);
 		free(data);
@@ -257,6 +257,22 @@ static int mem_remove(void *p, struct store_obj *objs, size_t n)
 	return 0;
 }
 
+static int64_t mem_remove_matching(void *p, bool (*match)(const char *name, void *arg), void *arg)
+{
+	struct mem_be *m = p;
+	int64_t n = 0;
+	pthread_mutex_lock(&m->lock);
+	for (struct mem_obj *o = m->head, *next; o; o = next) {
+		next = o->next;
+		if (match(o->name, arg)) {
+			remove_obj(m, o);
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
 const struct store_backend_ops store_mem_ops = {
 	.name = "mem",
 	.open = mem_open,
@@ -266,4 +282,5 @@ const struct store_backend_ops store_mem_ops = {
 	.get = mem_get,
 	.exists = mem_exists,
 	.remove = mem_remove,
+	.remove_matching = mem_remove_matching,
 };

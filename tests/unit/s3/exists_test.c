@@ -33,7 +33,7 @@ static void test_present_absent_half(void **state)
 	assert_int_equal(hc_store_exists(st, keys, N), 1); /* page 1 is missing */
 	assert_int_equal(hc_store_exists(st, keys + 1, N - 1), 0);
 	/* v2 trailing_pages sees the half: every prefix ending at an even page. */
-	struct hc_pool_transfer t = {"kv", NULL, 1, NULL, HC_HIT_TRAILING_PAGES, NULL};
+	struct hc_pool_transfer t = {"kv", NULL, 1, NULL, HC_HIT_TRAILING_PAGES, NULL, NULL};
 	uint64_t kv_hits, hits[1];
 	assert_int_equal(hc_store_exists_v2(st, keys, N, &t, 1, &kv_hits, hits), 1);
 	/* Present: the first 150 pages, all stored (and page 150, even). */

@@ -123,7 +123,7 @@ static void side_case(bool bounce)
 			st_fill(pools[i], p, ids[i], p);
 		}
 		t[i] = (struct hc_pool_transfer){names[i], keys, NPAGES, wslots, HC_HIT_ALL_PAGES,
-						 res[i]};
+						 res[i], NULL};
 	}
 	assert_int_equal(hc_store_set_v2(st, t, 4), 0);
 	uint64_t kv_hits, hits[3];

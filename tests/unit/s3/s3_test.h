@@ -118,8 +118,9 @@ static size_t s3t_discard(char *buf, size_t size, size_t n, void *arg)
 static inline long s3t_raw(const char *method, const char *key, const void *data, size_t len)
 {
 	char url[1024], sig[128], userpwd[512];
-	snprintf(url, sizeof(url), "%s/%s/%s", getenv("HICACHE_S3_ENDPOINT"),
-		 getenv("AWS_DEFAULT_BUCKET"), key);
+	if (snprintf(url, sizeof(url), "%s/%s/%s", getenv("HICACHE_S3_ENDPOINT"),
+		     getenv("AWS_DEFAULT_BUCKET"), key) >= (int)sizeof(url))
+		fail_msg("s3t_raw: URL for %s too long", key);
 	snprintf(sig, sizeof(sig), "aws:amz:%s:s3", getenv("HICACHE_S3_REGION"));
 	snprintf(userpwd, sizeof(userpwd), "%s:%s", getenv("AWS_ACCESS_KEY_ID"),
 		 getenv("AWS_SECRET_ACCESS_KEY"));

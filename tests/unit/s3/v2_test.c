@@ -52,7 +52,7 @@ static void put_pattern(struct fx *f, const char *pool, struct hc_pool *p, uint3
 		sel[n] = keys[i];
 		slots[n++] = i;
 	}
-	struct hc_pool_transfer t = {pool, sel, n, slots, HC_HIT_ALL_PAGES, NULL};
+	struct hc_pool_transfer t = {pool, sel, n, slots, HC_HIT_ALL_PAGES, NULL, NULL};
 	assert_int_equal(hc_store_set_v2(f->st, &t, 1), 0);
 }
 
@@ -68,15 +68,15 @@ static void test_exists_policies(void **state)
 	put_pattern(&f, "indexer", f.idx, INDEXER_ID, keys, "1111101111");
 
 	/* all_pages on the indexer: its first gap (page 5) limits the prefix. */
-	struct hc_pool_transfer all = {"indexer", NULL, 0, NULL, HC_HIT_ALL_PAGES, NULL};
+	struct hc_pool_transfer all = {"indexer", NULL, 0, NULL, HC_HIT_ALL_PAGES, NULL, NULL};
 	uint64_t kv_hits = 0, hits[2];
 	assert_int_equal(hc_store_exists_v2(f.st, keys, N, &all, 1, &kv_hits, hits), 5);
 	assert_int_equal(kv_hits, 8);
 	assert_int_equal(hits[0], 5);
 	/* trailing_pages, 1 page: the longest prefix <= 8 whose last page has mamba. */
 	struct hc_pool_transfer trail[2] = {
-		{"mamba", NULL, 1, NULL, HC_HIT_TRAILING_PAGES, NULL},
-		{"indexer", NULL, 0, NULL, HC_HIT_ALL_PAGES, NULL},
+		{"mamba", NULL, 1, NULL, HC_HIT_TRAILING_PAGES, NULL, NULL},
+		{"indexer", NULL, 0, NULL, HC_HIT_ALL_PAGES, NULL, NULL},
 	};
 	assert_int_equal(hc_store_exists_v2(f.st, keys, N, trail, 1, &kv_hits, hits), 8);
 	assert_int_equal(hits[0], 8);
@@ -89,7 +89,7 @@ static void test_exists_policies(void **state)
 	trail[0].n = 3;
 	assert_int_equal(hc_store_exists_v2(f.st, keys, N, trail, 1, &kv_hits, hits), 0);
 	/* An unregistered pool gives 0. */
-	struct hc_pool_transfer ghost = {"ghost", NULL, 0, NULL, HC_HIT_ALL_PAGES, NULL};
+	struct hc_pool_transfer ghost = {"ghost", NULL, 0, NULL, HC_HIT_ALL_PAGES, NULL, NULL};
 	assert_int_equal(hc_store_exists_v2(f.st, keys, N, &ghost, 1, &kv_hits, hits), 0);
 	/* v1 exists stops at the first kv miss. */
 	assert_int_equal(hc_store_exists(f.st, keys, N), 8);
@@ -104,8 +104,8 @@ static void test_exists_policies(void **state)
 	for (int i = 0; i < N; i++)
 		rslots[i] = 20 + (uint64_t)i;
 	struct hc_pool_transfer get[2] = {
-		{"kv", keys, N, rslots, HC_HIT_ALL_PAGES, kres},
-		{"mamba", keys, N, rslots, HC_HIT_ALL_PAGES, mres},
+		{"kv", keys, N, rslots, HC_HIT_ALL_PAGES, kres, NULL},
+		{"mamba", keys, N, rslots, HC_HIT_ALL_PAGES, mres, NULL},
 	};
 	assert_int_equal(hc_store_get_v2(f.st, get, 2), 8);
 	for (int i = 0; i < N; i++) {
@@ -131,7 +131,7 @@ static void test_logical_anchor(void **state)
 	put_pattern(&f, "mamba", f.mamba, MAMBA_ID, keys, "1111111111");
 	/* Markers gate the side pools. */
 	assert_int_equal(hc_store_exists(f.st, keys, N), 6);
-	struct hc_pool_transfer m = {"mamba", NULL, 0, NULL, HC_HIT_ALL_PAGES, NULL};
+	struct hc_pool_transfer m = {"mamba", NULL, 0, NULL, HC_HIT_ALL_PAGES, NULL, NULL};
 	uint64_t kv_hits, hits[1];
 	assert_int_equal(hc_store_exists_v2(f.st, keys, N, &m, 1, &kv_hits, hits), 6);
 	/* The marker object is one trailer block. */

@@ -1228,12 +1228,12 @@ static void v2_case(const struct variant *v)
 	/* The same keys a in both pools, in one call and across two calls
 	 * queued together: pages of different pools, all written. */
 	struct hc_pool_transfer s1[2] = {
-		{"kv", a, NP, wa, HC_HIT_ALL_PAGES, res[0]},
-		{"idx", a, NP, wa, HC_HIT_ALL_PAGES, res[1]},
+		{"kv", a, NP, wa, HC_HIT_ALL_PAGES, res[0], NULL},
+		{"idx", a, NP, wa, HC_HIT_ALL_PAGES, res[1], NULL},
 	};
 	struct hc_pool_transfer s2[2] = {
-		{"kv", b, NP, wb, HC_HIT_ALL_PAGES, res[2]},
-		{"idx", b, NP, wb, HC_HIT_ALL_PAGES, NULL},
+		{"kv", b, NP, wb, HC_HIT_ALL_PAGES, res[2], NULL},
+		{"idx", b, NP, wb, HC_HIT_ALL_PAGES, NULL, NULL},
 	};
 	memset(res, 0x55, sizeof(res));
 	struct hc_store_op *o1 = v2_start(&f, true, s1, 2);
@@ -1253,12 +1253,12 @@ static void v2_case(const struct variant *v)
 	struct hc_key absent[NP];
 	st_keys(302, NP, TOKENS, absent);
 	struct hc_pool_transfer g1[2] = {
-		{"idx", a, NP, ra, HC_HIT_ALL_PAGES, res[0]},
-		{"kv", a, NP, ra, HC_HIT_ALL_PAGES, res[1]},
+		{"idx", a, NP, ra, HC_HIT_ALL_PAGES, res[0], NULL},
+		{"kv", a, NP, ra, HC_HIT_ALL_PAGES, res[1], NULL},
 	};
 	struct hc_pool_transfer g2[2] = {
-		{"kv", absent, NP, wa, HC_HIT_ALL_PAGES, NULL},
-		{"idx", b, NP, wb, HC_HIT_ALL_PAGES, res[3]},
+		{"kv", absent, NP, wa, HC_HIT_ALL_PAGES, NULL, NULL},
+		{"idx", b, NP, wb, HC_HIT_ALL_PAGES, res[3], NULL},
 	};
 	memset(res, 0x55, sizeof(res));
 	o1 = v2_start(&f, false, g1, 2);
@@ -1286,7 +1286,7 @@ static void v2_case(const struct variant *v)
 
 	/* Bad calls fail at start, with *op NULL. */
 	struct hc_store_op *op = (struct hc_store_op *)(uintptr_t)1;
-	struct hc_pool_transfer bad = {"nosuch", a, NP, wa, HC_HIT_ALL_PAGES, NULL};
+	struct hc_pool_transfer bad = {"nosuch", a, NP, wa, HC_HIT_ALL_PAGES, NULL, NULL};
 	assert_int_equal(hc_store_set_v2_start(f.st, &bad, 1, &op), -EINVAL);
 	assert_null(op);
 	op = (struct hc_store_op *)(uintptr_t)1;
@@ -1296,7 +1296,7 @@ static void v2_case(const struct variant *v)
 	uint64_t outside[NP];
 	for (unsigned p = 0; p < NP; p++)
 		outside[p] = p ? SLOTS : 0;
-	struct hc_pool_transfer far = {"idx", b, NP, outside, HC_HIT_ALL_PAGES, NULL};
+	struct hc_pool_transfer far = {"idx", b, NP, outside, HC_HIT_ALL_PAGES, NULL, NULL};
 	op = (struct hc_store_op *)(uintptr_t)1;
 	assert_int_equal(hc_store_set_v2_start(f.st, &far, 1, &op), -EFAULT);
 	assert_null(op);

@@ -84,8 +84,8 @@ static void efault(bool file)
 	 * written either. */
 	uint64_t mbad[3] = {0, SLOTS + 5, 1};
 	struct hc_pool_transfer t[2] = {
-		{"kv", keys, 3, ok, HC_HIT_ALL_PAGES, NULL},
-		{"mamba", keys, 3, mbad, HC_HIT_ALL_PAGES, NULL},
+		{"kv", keys, 3, ok, HC_HIT_ALL_PAGES, NULL, NULL},
+		{"mamba", keys, 3, mbad, HC_HIT_ALL_PAGES, NULL, NULL},
 	};
 	assert_int_equal(hc_store_set_v2(f.st, t, 2), -EFAULT);
 	assert_last_error_contains("'mamba'");
@@ -142,8 +142,8 @@ static void null_args(bool file)
 	assert_int_equal(hc_store_get_v2(f.st, NULL, 1), -EINVAL);
 
 	struct hc_pool_transfer t[2] = {
-		{"kv", keys, 2, pages, HC_HIT_ALL_PAGES, res},
-		{"mamba", NULL, 2, pages, HC_HIT_ALL_PAGES, NULL},
+		{"kv", keys, 2, pages, HC_HIT_ALL_PAGES, res, NULL},
+		{"mamba", NULL, 2, pages, HC_HIT_ALL_PAGES, NULL, NULL},
 	};
 	assert_int_equal(hc_store_set_v2(f.st, t, 2), -EINVAL);
 	assert_last_error_contains("transfer 1");
@@ -208,8 +208,8 @@ static void zero_pages(bool file)
 	assert_int_equal(hc_store_set_v2(f.st, NULL, 0), 0);
 	assert_int_equal(hc_store_get_v2(f.st, NULL, 0), 0);
 	struct hc_pool_transfer t[2] = {
-		{"kv", NULL, 0, NULL, HC_HIT_ALL_PAGES, NULL},
-		{"mamba", NULL, 0, NULL, HC_HIT_TRAILING_PAGES, NULL},
+		{"kv", NULL, 0, NULL, HC_HIT_ALL_PAGES, NULL, NULL},
+		{"mamba", NULL, 0, NULL, HC_HIT_TRAILING_PAGES, NULL, NULL},
 	};
 	assert_int_equal(hc_store_set_v2(f.st, t, 2), 0);
 	assert_int_equal(hc_store_get_v2(f.st, t, 2), 0);
@@ -387,8 +387,8 @@ static void test_failed_pages(void **state)
 	/* Without a results array the error still comes back (v1 and v2). */
 	assert_int_equal(hc_store_set(f.st, keys, NP, slots, NULL), -ENOTDIR);
 	struct hc_pool_transfer t[2] = {
-		{"mamba", keys, NP, slots, HC_HIT_ALL_PAGES, NULL},
-		{"kv", keys, NP, slots, HC_HIT_ALL_PAGES, NULL},
+		{"mamba", keys, NP, slots, HC_HIT_ALL_PAGES, NULL, NULL},
+		{"kv", keys, NP, slots, HC_HIT_ALL_PAGES, NULL, NULL},
 	};
 	assert_int_equal(hc_store_set_v2(f.st, t, 2), -ENOTDIR);
 	int mres[NP], kres[NP];
@@ -507,8 +507,8 @@ static void stats_add_up(bool file)
 		st_fill(f.mamba, i, MAMBA_ID, i);
 	}
 	struct hc_pool_transfer t[2] = {
-		{"kv", keys, 4, slots, HC_HIT_ALL_PAGES, NULL},
-		{"mamba", keys, 6, slots, HC_HIT_ALL_PAGES, NULL},
+		{"kv", keys, 4, slots, HC_HIT_ALL_PAGES, NULL, NULL},
+		{"mamba", keys, 6, slots, HC_HIT_ALL_PAGES, NULL, NULL},
 	};
 	assert_int_equal(hc_store_set_v2(f.st, t, 2), 0);
 	assert_int_equal(hc_store_set(f.st, keys, 6, slots, NULL), 0); /* 4 existing */

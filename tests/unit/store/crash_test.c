@@ -6,8 +6,8 @@
  *   - every page of a batch the writer saw complete reads back right;
  *   - every page of the batch in flight reads back right or is a miss,
  *     never corrupt (the checksum would catch a torn object: -EBADMSG);
- *   - hc_file_fsck finds 0 corrupt objects; the dead writer's temp files
- *     are all reported as orphaned, repair removes exactly those, and a
+ *   - hc_file_fsck finds 0 corrupt objects; the dead writer's temp files,
+ *     once old, are all reported as orphaned, repair removes exactly those, and a
  *     second fsck finds none.
  * Some runs first stop the writer mid-batch and repair beside it: only
  * the dead writers' temp files go (the live writer then carries on and must
@@ -248,8 +248,10 @@ static void test_kill_mid_batch(void **state)
 
 		inflight_hits += verify_run(f, run, ri);
 
-		/* Every temp file left is the dead writer's: orphaned. */
+		/* Every temp file left is the dead writer's: orphaned once it
+		 * is old enough (temp files are judged by age alone). */
 		unsigned temps = rt_count_temps_quiet(f->dir);
+		assert_int_equal(rt_age_temps(f->dir, 3600), temps);
 		struct hc_fsck_report r = rt_fsck(f->dir, false);
 		assert_int_equal(r.corrupt, 0);
 		assert_int_equal(r.orphaned_temp, temps);
@@ -325,8 +327,9 @@ static void make_file(const char *path, const char *text, int age_s)
 	}
 }
 
-/* What a crash leaves, made by hand: fsck's temp-file policy (dead pid or
- * older than 60 s: orphaned; a live writer's young temp file: kept) and
+/* What a crash leaves, made by hand: fsck's temp-file policy (by age
+ * alone: older than FILE_TEMP_AGE_NS orphaned, young kept whatever pid its
+ * name holds, since the writer may be on another host) and
  * corrupt objects (a flipped byte, a truncated file): reported, a miss for
  * get, removed by repair. */
 static void test_fsck_policy(void **state)
@@ -352,10 +355,10 @@ static void test_fsck_policy(void **state)
 	rt_pathf(p[2], sizeof(p[2]), "%s/12/.tmp.0000000000000012.%d.2", f->dir, (int)getpid());
 	rt_pathf(p[3], sizeof(p[3]), "%s/00/.probe.%d.7", f->dir, (int)dead);
 	rt_pathf(p[4], sizeof(p[4]), "%s/13/not-an-object", f->dir);
-	make_file(p[0], "live writer", 0);     /* kept */
-	make_file(p[1], "dead writer", 0);     /* orphaned */
-	make_file(p[2], "stale, live pid", 120); /* orphaned: older than 60 s */
-	make_file(p[3], "dead prober", 0);     /* orphaned */
+	make_file(p[0], "live writer", 0);       /* kept */
+	make_file(p[1], "dead pid, young", 0);   /* kept: a pid says nothing */
+	make_file(p[2], "stale, live pid", 3600); /* orphaned: old */
+	make_file(p[3], "dead prober", 3600);    /* orphaned: old */
 	make_file(p[4], "foreign", 0);         /* foreign, kept */
 
 	/* Corrupt key 0's K object (a flipped payload byte) and truncate key
@@ -375,7 +378,7 @@ static void test_fsck_policy(void **state)
 	struct hc_fsck_report r = rt_fsck(f->dir, false);
 	assert_int_equal(r.ok, 4);
 	assert_int_equal(r.corrupt, 2);
-	assert_int_equal(r.orphaned_temp, 3);
+	assert_int_equal(r.orphaned_temp, 2);
 	assert_int_equal(r.foreign, 1);
 	assert_int_equal(r.removed, 0);
 	/* Corrupt objects are misses, never data. */
@@ -395,11 +398,12 @@ static void test_fsck_policy(void **state)
 
 	r = rt_fsck(f->dir, true);
 	assert_int_equal(r.corrupt, 1);
-	assert_int_equal(r.orphaned_temp, 3);
-	assert_int_equal(r.removed, 4);
+	assert_int_equal(r.orphaned_temp, 2);
+	assert_int_equal(r.removed, 3);
 	assert_int_equal(stat(p[0], &st), 0);
+	assert_int_equal(stat(p[1], &st), 0);
 	assert_int_equal(stat(p[4], &st), 0);
-	for (int i = 1; i <= 3; i++)
+	for (int i = 2; i <= 3; i++)
 		assert_int_equal(stat(p[i], &st), -1);
 	assert_int_equal(stat(obj[0], &st), -1);
 	r = rt_fsck(f->dir, false);
@@ -420,6 +424,7 @@ static void test_fsck_policy(void **state)
 	hc_store_close(f->st);
 	f->st = NULL;
 	unlink(p[0]);
+	unlink(p[1]);
 	unlink(p[4]);
 }
 

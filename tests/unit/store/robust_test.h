@@ -160,6 +160,30 @@ static inline unsigned rt_count_temps_quiet(const char *dir)
 	return rt_count_prefixed(dir, ".tmp.", false) + rt_count_prefixed(dir, ".probe.", false);
 }
 
+/* Make every temp file under dir look `age_s` seconds old (what a dead
+ * writer's leftovers are once the orphan age passed). Returns how many. */
+static inline unsigned rt_age_temps(const char *dir, unsigned age_s)
+{
+	unsigned n = 0;
+	struct timespec t[2];
+	clock_gettime(CLOCK_REALTIME, &t[0]);
+	t[0].tv_sec -= age_s;
+	t[1] = t[0];
+	for (int b = 0; b < 256; b++) {
+		char path[PATH_MAX + 8];
+		rt_pathf(path, sizeof(path), "%s/%02x", dir, b);
+		DIR *d = opendir(path);
+		if (!d)
+			continue;
+		struct dirent *de;
+		while ((de = readdir(d)))
+			if (!strncmp(de->d_name, ".tmp.", 5) || !strncmp(de->d_name, ".probe.", 7))
+				n += utimensat(dirfd(d), de->d_name, t, AT_SYMLINK_NOFOLLOW) == 0;
+		closedir(d);
+	}
+	return n;
+}
+
 /* ---- keys and content ---- */
 
 /* Key number id (distinct ids give distinct keys). */
@@ -418,7 +442,9 @@ static inline double rt_fs_used_pct(const char *path)
 	struct statvfs sv;
 	if (statvfs(path, &sv) || !sv.f_blocks)
 		fail_msg("statvfs %s: %s", path, strerror(errno));
-	return 100.0 * (double)(sv.f_blocks - sv.f_bavail) / (double)sv.f_blocks;
+	/* As df and the cleaner count it: root's reserve is neither. */
+	double used = (double)(sv.f_blocks - sv.f_bfree);
+	return 100.0 * used / (used + (double)sv.f_bavail);
 }
 
 /* fsck of one dir that must succeed. */

@@ -377,7 +377,7 @@ static void side_round_trip(const struct side_case *sc, const char *dir)
 	struct hc_pool_transfer t[4];
 	for (int i = 0; i < 4; i++)
 		t[i] = (struct hc_pool_transfer){x[i].pool, keys, SIDE_PAGES, w,
-						  HC_HIT_ALL_PAGES, res[i]};
+						  HC_HIT_ALL_PAGES, res[i], NULL};
 	memset(res, 0x55, sizeof(res));
 	assert_int_equal(hc_store_set_v2(st, t, 4), 0);
 	for (int i = 0; i < 4; i++)
@@ -466,8 +466,8 @@ static void test_other_mamba_name(void **state)
 	st_fill(a, slot, MAMBA_ID, 0);
 	st_fill(b, slot, MAMBA_ID + 10, 0);
 	struct hc_pool_transfer t[2] = {
-		{"ssm", &key, 1, &slot, HC_HIT_ALL_PAGES, NULL},
-		{"ssm1", &key, 1, &slot, HC_HIT_ALL_PAGES, NULL},
+		{"ssm", &key, 1, &slot, HC_HIT_ALL_PAGES, NULL, NULL},
+		{"ssm1", &key, 1, &slot, HC_HIT_ALL_PAGES, NULL, NULL},
 	};
 	assert_int_equal(hc_store_set_v2(st, t, 2), 0);
 	char path[PATH_MAX];
@@ -648,8 +648,8 @@ static void big_batch(const char *backend, bool bounce, const char *dir)
 	}
 	/* v2: 300 pages in each of two pools, one call. */
 	struct hc_pool_transfer t[2] = {
-		{"kv", keys, BIG, w, HC_HIT_ALL_PAGES, res},
-		{"mamba", keys, BIG, w, HC_HIT_TRAILING_PAGES, mres},
+		{"kv", keys, BIG, w, HC_HIT_ALL_PAGES, res, NULL},
+		{"mamba", keys, BIG, w, HC_HIT_TRAILING_PAGES, mres, NULL},
 	};
 	assert_int_equal(hc_store_set_v2(st, t, 2), 0);
 	t[0].pages = t[1].pages = r;

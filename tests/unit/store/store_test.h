@@ -111,7 +111,8 @@ static inline void st_mkdtemp(char out[PATH_MAX])
 static inline bool st_dir_supports_direct(const char *dir)
 {
 	char p[PATH_MAX];
-	snprintf(p, sizeof(p), "%s/.st_direct_probe", dir);
+	if (snprintf(p, sizeof(p), "%s/.st_direct_probe", dir) >= (int)sizeof(p))
+		return false;
 	int fd = open(p, O_CREAT | O_WRONLY | O_DIRECT | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		unlink(p);

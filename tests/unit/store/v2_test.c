@@ -89,7 +89,7 @@ static void put_pattern(struct fx *f, const char *pool, const struct hc_key *key
 		slots[n++] = i;
 	}
 	int res[SLOTS];
-	struct hc_pool_transfer t = {pool, sel, n, slots, HC_HIT_ALL_PAGES, res};
+	struct hc_pool_transfer t = {pool, sel, n, slots, HC_HIT_ALL_PAGES, res, NULL};
 	assert_int_equal(hc_store_set_v2(f->st, &t, 1), 0);
 	for (size_t i = 0; i < n; i++)
 		assert_int_equal(res[i], 0);
@@ -99,7 +99,7 @@ static void put_pattern(struct fx *f, const char *pool, const struct hc_key *key
 static int64_t exists1(struct fx *f, const struct hc_key *keys, size_t n, const char *pool,
 		       enum hc_hit_policy policy, size_t tn, uint64_t *kvh, uint64_t *ph)
 {
-	struct hc_pool_transfer t = {pool, keys, tn, NULL, policy, NULL};
+	struct hc_pool_transfer t = {pool, keys, tn, NULL, policy, NULL, NULL};
 	*kvh = 12345;
 	*ph = 12345;
 	return hc_store_exists_v2(f->st, keys, n, &t, 1, kvh, ph);
@@ -122,7 +122,7 @@ static void v2_all_pools(bool file)
 		struct hc_pool *p = fx_pool(&f, pools[i], &id);
 		for (int j = 0; j < 5; j++)
 			st_fill(p, w[j], id, (uint64_t)j);
-		t[i] = (struct hc_pool_transfer){pools[i], keys, 5, w, HC_HIT_ALL_PAGES, res[i]};
+		t[i] = (struct hc_pool_transfer){pools[i], keys, 5, w, HC_HIT_ALL_PAGES, res[i], NULL};
 	}
 	assert_int_equal(hc_store_set_v2(f.st, t, 4), 0);
 	for (int i = 0; i < 4; i++)
@@ -183,7 +183,7 @@ static void v2_isolation(bool file)
 	assert_int_equal(exists1(&f, keys, 3, "mamba", HC_HIT_ALL_PAGES, 3, &kvh, &ph), 3);
 	uint64_t r[3] = {50, 51, 52};
 	int res[3];
-	struct hc_pool_transfer t = {"swa", keys, 3, r, HC_HIT_ALL_PAGES, res};
+	struct hc_pool_transfer t = {"swa", keys, 3, r, HC_HIT_ALL_PAGES, res, NULL};
 	assert_int_equal(hc_store_get_v2(f.st, &t, 1), 0);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(res[i], -ENOENT);
@@ -334,10 +334,10 @@ static void v2_exists_multi(bool file)
 	put_pattern(&f, "swa", keys, "1111111011");
 	put_pattern(&f, "indexer", keys, "0111111111");
 	struct hc_pool_transfer t[4] = {
-		{"mamba", keys, 1, NULL, HC_HIT_TRAILING_PAGES, NULL},
-		{"swa", keys, 10, NULL, HC_HIT_ALL_PAGES, NULL},
-		{"swa", keys, 2, NULL, HC_HIT_TRAILING_PAGES, NULL},
-		{"indexer", keys, 9, NULL, HC_HIT_TRAILING_PAGES, NULL},
+		{"mamba", keys, 1, NULL, HC_HIT_TRAILING_PAGES, NULL, NULL},
+		{"swa", keys, 10, NULL, HC_HIT_ALL_PAGES, NULL, NULL},
+		{"swa", keys, 2, NULL, HC_HIT_TRAILING_PAGES, NULL, NULL},
+		{"indexer", keys, 9, NULL, HC_HIT_TRAILING_PAGES, NULL, NULL},
 	};
 	uint64_t kvh, ph[4];
 	assert_int_equal(hc_store_exists_v2(f.st, keys, 10, t, 4, &kvh, ph), 7);
@@ -361,9 +361,9 @@ static void v2_exists_multi(bool file)
 
 	/* An unregistered pool: 0, and the transfers after it are not asked. */
 	struct hc_pool_transfer u[3] = {
-		{"swa", keys, 10, NULL, HC_HIT_ALL_PAGES, NULL},
-		{"nope", keys, 10, NULL, HC_HIT_ALL_PAGES, NULL},
-		{"mamba", keys, 1, NULL, HC_HIT_TRAILING_PAGES, NULL},
+		{"swa", keys, 10, NULL, HC_HIT_ALL_PAGES, NULL, NULL},
+		{"nope", keys, 10, NULL, HC_HIT_ALL_PAGES, NULL, NULL},
+		{"mamba", keys, 1, NULL, HC_HIT_TRAILING_PAGES, NULL, NULL},
 	};
 	uint64_t uh[3] = {99, 99, 99};
 	assert_int_equal(hc_store_exists_v2(f.st, keys, 10, u, 3, &kvh, uh), 0);
@@ -373,15 +373,15 @@ static void v2_exists_multi(bool file)
 	assert_int_equal(uh[2], 0);
 	/* A transfer with result 0 stops the rest too. */
 	struct hc_pool_transfer z[2] = {
-		{"indexer", keys, 10, NULL, HC_HIT_ALL_PAGES, NULL},
-		{"swa", keys, 10, NULL, HC_HIT_ALL_PAGES, NULL},
+		{"indexer", keys, 10, NULL, HC_HIT_ALL_PAGES, NULL, NULL},
+		{"swa", keys, 10, NULL, HC_HIT_ALL_PAGES, NULL, NULL},
 	};
 	uint64_t zh[2] = {99, 99};
 	assert_int_equal(hc_store_exists_v2(f.st, keys, 10, z, 2, &kvh, zh), 0);
 	assert_int_equal(zh[0], 0);
 	assert_int_equal(zh[1], 0);
 	/* "kv" names the anchor. */
-	struct hc_pool_transfer k = {"kv", keys, 10, NULL, HC_HIT_ALL_PAGES, NULL};
+	struct hc_pool_transfer k = {"kv", keys, 10, NULL, HC_HIT_ALL_PAGES, NULL, NULL};
 	assert_int_equal(hc_store_exists_v2(f.st, keys, 10, &k, 1, &kvh, zh), 10);
 	assert_int_equal(zh[0], 10);
 	/* kv 0: every pool 0. */
@@ -447,8 +447,8 @@ static void v1_leading(bool file)
 	/* get_v2 returns the first transfer's leading hits, with or without
 	 * a results array. */
 	struct hc_pool_transfer t[2] = {
-		{"kv", keys, 6, r, HC_HIT_ALL_PAGES, res},
-		{"kv", keys + 4, 2, r + 4, HC_HIT_ALL_PAGES, NULL},
+		{"kv", keys, 6, r, HC_HIT_ALL_PAGES, res, NULL},
+		{"kv", keys + 4, 2, r + 4, HC_HIT_ALL_PAGES, NULL, NULL},
 	};
 	assert_int_equal(hc_store_get_v2(f.st, t, 2), 3);
 	t[0].results = NULL;
@@ -515,8 +515,8 @@ static void v2_logical_anchor(bool file)
 	/* get_v2: the markers hit, and side pools load their data. */
 	int ra[6], ri[6];
 	struct hc_pool_transfer t[2] = {
-		{"anchor", keys, 6, slots, HC_HIT_ALL_PAGES, ra},
-		{"indexer", keys, 6, slots, HC_HIT_ALL_PAGES, ri},
+		{"anchor", keys, 6, slots, HC_HIT_ALL_PAGES, ra, NULL},
+		{"indexer", keys, 6, slots, HC_HIT_ALL_PAGES, ri, NULL},
 	};
 	assert_int_equal(hc_store_get_v2(f.st, t, 2), 3);
 	for (int i = 0; i < 6; i++) {

@@ -1,0 +1,313 @@
+/*
+ * The store core's private structures, shared by its files:
+ *
+ *   store.c         open/close over a backend ops table
+ *   store_work.c    work areas (a chunk's scratch), bounce slots reserved
+ *                   at registration
+ *   store_stats.c   counters and latency histograms
+ *   store_object.c  object images: trailer, iovecs, build, verification
+ *   store_xfer.c    plans, chunks, set/get chunk build and finish, the
+ *                   set-lookup policy
+ *   store_stream.c  streams over the backend, the store's thread
+ *   store_call.c    the set/get calls, v1 and v2, synchronous and started
+ *   registry.c  pool registration, unregistration, the pools a call holds
+ *   names.c     object names from keys or callers' names, name checks
+ *   exists.c    exists (v1, v2, the exists query with end points)
+ *   clear.c     hc_store_clear
+ *
+ * Registry rules (registry.c): the pool table (ctx, nctx, anchor) is read
+ * and written under reg_lock only. A call looks its pools up once, under
+ * that lock, and takes a reference on each (store_hold); it uses the
+ * contexts without the lock until it releases them (store_release), which
+ * a started op does as soon as its pages are done. Unregistering takes the
+ * context out of the table (later lookups miss it) and waits on reg_cond
+ * until its references are gone before freeing it.
+ */
+#ifndef HC_SRC_STORE_INTERNAL_H
+#define HC_SRC_STORE_INTERNAL_H
+
+#include "store/backend.h"
+#include "store/format.h"
+
+#include <hicache/mem.h>
+#include <hicache/store.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define STORE_MAX_POOLS 16
+#define STORE_MAX_OBJS 9 /* objects per page: at most 1 + HC_MAMBA_MAX_CONV */
+#define CHUNK_OBJS 128   /* objects per backend call */
+#define COMPONENT_MAX 64
+/* The longest file or object name (NAME_MAX of Linux file systems). */
+#define STORE_NAME_LEN_MAX (HC_NAME_MAX - 1)
+
+#define NSTATS (sizeof(struct hc_store_stats) / sizeof(uint64_t))
+#define STAT(field) (offsetof(struct hc_store_stats, field) / sizeof(uint64_t))
+
+struct stats_acc {
+	_Atomic uint64_t v[NSTATS];
+};
+
+struct obj_desc {
+	char component[COMPONENT_MAX];
+	enum hc_component kind;
+	uint32_t index;
+	uint64_t payload; /* bytes */
+	uint64_t len;     /* object bytes */
+};
+
+struct store_ctx {
+	char name[HC_POOL_NAME_MAX + 1];
+	struct hc_pool *pool;
+	bool anchor;
+	bool marker; /* logical anchor: one empty marker object per page */
+	bool zero_copy;
+	bool skip_writes; /* rank-replicated on a TP rank other than 0 */
+	char suffix[HC_SUFFIX_MAX];
+	/* Longest name usable in place of a key: suffix and longest component
+	 * still fit STORE_NAME_LEN_MAX. */
+	size_t name_room;
+	size_t page_bytes;
+	size_t slot_bytes;
+	size_t alignment;
+	unsigned nobj;
+	struct obj_desc obj[STORE_MAX_OBJS];
+	struct store_trailer tmpl; /* geometry fields of every trailer */
+	struct stats_acc stats;
+	unsigned refs; /* calls holding it (reg_lock) */
+};
+
+struct hc_store;
+struct entry;
+
+/* The CPU work of one object of a chunk, done by the backend's per-object
+ * hooks (store_obj.prepare/arrived) while the rest of the chunk is on the
+ * disk, or by the chunk loop itself for backends without them. Each hook
+ * touches only its own object (and, in bounce mode, its own page). */
+struct obj_job {
+	struct hc_store *st;
+	const struct entry *e;
+	struct store_obj *obj;
+	unsigned o;            /* object index within its page */
+	struct hc_segment seg; /* zero-copy: the pool segment */
+	uint8_t *slot;         /* bounce: the page's slot */
+	uint8_t *block;        /* where the trailer block is */
+	/* set: */
+	bool looked_up; /* looked up first (set_looks_up said so) */
+	bool existed;   /* found before writing: nothing written */
+	/* get: */
+	bool checked; /* verdict and damaged are set (a bounce page that
+			      * passed is in the pool already) */
+	bool damaged;
+	int verdict; /* 0 or -EBADMSG */
+};
+
+/* Scratch of one chunk while it is on its way; cached across chunks. */
+struct work {
+	struct work *next;
+	/* the chunk: entries [from, to) of op */
+	struct hc_store_op *op;
+	size_t from, to;
+	size_t nobj;
+	size_t ntodo; /* set: objects to write, in batch */
+	bool bounced; /* the chunk has bounce slots (struct stream) */
+	struct store_obj *todo[CHUNK_OBJS];
+	struct store_obj batch[CHUNK_OBJS];
+	char (*names)[HC_NAME_MAX];
+	struct store_obj objs[CHUNK_OBJS];
+	struct obj_job jobs[CHUNK_OBJS];
+	struct iovec iov[CHUNK_OBJS][3];
+	uint8_t *trailers; /* CHUNK_OBJS blocks */
+	uint8_t *discard;  /* one block: read padding lands here */
+	uint8_t *bounce;
+	size_t bounce_cap;
+	struct hc_mem *bounce_mem; /* what bounce lies in */
+};
+
+struct hc_store {
+	const struct store_backend_ops *ops;
+	void *be;
+	char suffix_rank[HC_SUFFIX_MAX];
+	char suffix_shared[HC_SUFFIX_MAX];
+	uint32_t tp_rank;
+	bool force_bounce;
+	bool verify;
+	/* the registry (registry.c) */
+	pthread_mutex_t reg_lock;
+	pthread_cond_t reg_cond; /* a context's last reference went */
+	struct store_ctx *ctx[STORE_MAX_POOLS];
+	size_t nctx;
+	struct store_ctx *anchor;
+	pthread_mutex_t work_lock;
+	struct work *free_work;
+	struct hc_mem_opts bounce_mem; /* the config's host memory keys */
+	struct stats_acc stats;
+	/* recent sets of objects of SET_LOOKUP_MIN_BYTES and more */
+	_Atomic uint32_t set_recent, set_existed;
+	/* started operations (hc_store_*_start), run by async_thread */
+	pthread_mutex_t async_lock;
+	pthread_cond_t async_work; /* an op was queued, or stop */
+	pthread_cond_t async_done; /* ops finished */
+	struct hc_store_op *async_head, *async_tail;
+	pthread_t async_thread;
+	bool async_started, async_stop;
+};
+
+/* Work areas with bounce slots made at registration: a stream has up to
+ * three chunks on their way (one being read, one whose checks are running,
+ * and one whose first slots are refilled while the last pages of the
+ * oldest still finish). A fourth is made when needed; making one in a
+ * stream costs its pages' first touch (docs/PERFORMANCE-HISTORY.md). */
+#define BOUNCE_RESERVED_WORKS 3
+
+
+/* One page of one pool in a call, named by its key or, key NULL, by a
+ * caller's name (store.h, Keys). */
+struct entry {
+	struct store_ctx *ctx;
+	const struct hc_key *key;
+	const char *name;
+	uint64_t page;
+	int *result;
+};
+
+enum transfer_op { OP_SET, OP_GET };
+
+/* The outcome of one transfer of an op: its results, the caller's or ours. */
+struct op_out {
+	int *results;
+	size_t n;
+};
+
+struct hc_store_op {
+	struct hc_store_op *next; /* the queue */
+	struct hc_store_op *live_next; /* a stream's ops not over yet */
+	struct hc_store *st;
+	enum transfer_op dir;
+	struct entry *e; /* what is left to move (MLA skips taken out) */
+	size_t ne;
+	struct hc_key *hexkeys; /* names that were keys' hex (plan) */
+	size_t left;     /* entries not over yet */
+	struct op_out *out; /* one per transfer */
+	size_t nout;
+	int *own;           /* results of the transfers that brought none */
+	/* The distinct pools of the call, held (store_hold) until it is over. */
+	struct store_ctx *touched[STORE_MAX_POOLS];
+	size_t ntouched;
+	uint64_t t0;
+	int rc; /* whole-call error */
+	bool done;
+};
+
+struct stream {
+	struct store_feed feed;
+	struct hc_store *st;
+	enum transfer_op dir;
+	struct hc_store_op *cur; /* the op being cut into chunks */
+	size_t pos;              /* its next entry */
+	bool queue;              /* takes more ops from the store's queue */
+	struct hc_store_op *live; /* ops taken and not over */
+	unsigned bounced_live;   /* its chunks with bounce slots not over */
+	bool paused;             /* the last next() waited for one to be over */
+};
+
+/* ---- store_stats.c ---- */
+
+void stat_add(struct store_ctx *c, struct hc_store *st, size_t field, uint64_t v);
+uint64_t now_us(void);
+/* One batch for the store and for each distinct pool of ctxs (NULLs skipped). */
+void stat_batch(struct hc_store *st, struct store_ctx *const *ctxs, size_t nctx, size_t count_field,
+		size_t hist_field, uint64_t t0);
+/* The batch count and latency of a call that touched pools ctxs. */
+void stat_call(struct hc_store *st, struct store_ctx *const *ctxs, size_t nctx,
+	       enum transfer_op op, uint64_t t0);
+
+/* ---- store_work.c ---- */
+
+struct work *work_get(struct hc_store *st);
+void work_put(struct hc_store *st, struct work *w);
+void work_free(struct work *w);
+/* Room for bytes of bounce slots in w; 0 or -errno (named). */
+int work_bounce(struct hc_store *st, struct work *w, size_t bytes);
+/* Bounce slots of three chunks of c's pages in the store's first works. */
+int bounce_reserve(struct hc_store *st, struct store_ctx *c);
+
+/* ---- store_object.c ---- */
+
+/* Zero padding of zero-copy images (never written to). */
+extern uint8_t store_zero_block[FORMAT_BLOCK];
+/* Where an entry's page is for this chunk: its zero-copy segments and its
+ * bounce slot, right after the previous entry's (*slot_off). */
+uint8_t *store_entry_page(const struct entry *e, struct work *w, size_t *slot_off,
+			  struct hc_segment *segs);
+/* Object k (object o of page e) of a chunk: its job and its iovecs. */
+void store_obj_job_init(struct hc_store *st, struct work *w, const struct entry *e, unsigned o,
+			size_t k, uint8_t *slot, const struct hc_segment *segs, uint8_t *pad);
+/* The object's trailer and, in bounce mode, its gathered page and pad. */
+void store_build_image(const struct obj_job *j);
+/* Check an object read whole (a bounce page that passes goes to the pool). */
+void store_get_check(struct obj_job *j);
+/* store_obj.arrived of a get. */
+void store_get_arrived(void *arg);
+
+/* ---- store_xfer.c ---- */
+
+/* Flatten transfers t[0..nt) into entries, checking every page and name
+ * first; 0 or -errno (named). */
+int store_plan(struct hc_pool_transfer *t, size_t nt, struct store_ctx *const *ctxs, bool v1,
+	       struct entry **out, size_t *nout, struct hc_key **hexkeys, const char *what);
+/* How many entries from `from` fit one chunk (objects and bounce bytes). */
+size_t store_chunk_end(const struct entry *e, size_t from, size_t n, size_t *bounce_bytes);
+int store_set_chunk_build(struct hc_store *st, struct work *w, struct entry *e, size_t from,
+			  size_t to, size_t bounce_bytes);
+void store_set_chunk_finish(struct hc_store *st, struct work *w, struct entry *e);
+int store_get_chunk_build(struct hc_store *st, struct work *w, struct entry *e, size_t from,
+			  size_t to, size_t bounce_bytes);
+void store_get_chunk_finish(struct hc_store *st, struct work *w, struct entry *e);
+/* MLA: entries of ranks that skip writes report success and go; returns
+ * how many are left. */
+size_t store_drop_skipped_writes(struct entry *e, size_t n);
+
+/* ---- store_stream.c ---- */
+
+/* Op o's entries are all over: counted, its pools released, its waiter
+ * woken. */
+void store_op_over(struct stream *s, struct hc_store_op *o);
+/* Moves the stream's ops (one direction) until it has none left. */
+void store_stream_run(struct stream *s);
+/* The store's thread: runs the queued ops. */
+void *store_async_main(void *arg);
+
+/* ---- registry.c ---- */
+
+/* The pools of transfers t[0..nt) (anchor: t[i].pool is ignored and every
+ * transfer means the anchor, as v1 calls), looked up under one lock:
+ * ctxs[i] gets transfer i's, held[0..*nheld) the distinct ones, each
+ * holding a reference. A pool that is not registered fails the call with
+ * -EINVAL naming it (nothing held), unless missing_ok: then ctxs[i] is
+ * NULL. */
+int store_hold(struct hc_store *st, const struct hc_pool_transfer *t, size_t nt, bool anchor,
+	       bool missing_ok, struct store_ctx **ctxs, struct store_ctx **held, size_t *nheld,
+	       const char *what);
+/* Give back references taken by store_hold (n may be 0). */
+void store_release(struct hc_store *st, struct store_ctx *const *held, size_t n);
+/* Free every context (hc_store_close). */
+void store_registry_free(struct hc_store *st);
+
+/* ---- names.c ---- */
+
+/* The physical name of object o of the page named by key (or, key NULL,
+ * by a caller's name, checked by store_name_check) into out
+ * (HC_NAME_MAX bytes). Returns 0, or a negative errno with out "" (a name
+ * that does not fit: registration makes that impossible). */
+int store_object_name(const struct store_ctx *c, const struct hc_key *key, const char *name,
+		      unsigned o, char *out);
+/* Check the caller's name of page j of transfer t against pool c (see
+ * store.h, Keys). Returns 0 or -EINVAL naming it. */
+int store_name_check(const struct store_ctx *c, const char *name, size_t t, size_t j,
+		     const char *what);
+/* Is name a key's hex (64 lowercase hex digits)? Then *key gets it. */
+bool store_name_is_key(const char *name, struct hc_key *key);
+
+#endif

@@ -1,0 +1,188 @@
+/*
+ * Object images: the trailer of an object, its iovecs (zero-copy: pool
+ * segment, pad, trailer block; bounce: its slot), the image built before a
+ * put and the checks of one that was read (trailer, geometry, checksum).
+ */
+#define _GNU_SOURCE
+#include "pool/pool_internal.h"
+#include "store/store_internal.h"
+#include "util/util.h"
+
+#include <hicache/mem.h>
+#include <errno.h>
+#include <string.h>
+
+
+/* A bounce page from this size on is hashed while it is copied, block by
+ * block: into the pool after a verified read, into its slot before a
+ * write. Hashing it whole and copying it are two passes over cold memory
+ * (the disk wrote the slot; the device wrote the pool), of which the
+ * second misses the cache once the page is larger than about half of L2.
+ * Smaller pages do better in one hash and one copy from L2
+ * (docs/PERFORMANCE-HISTORY.md). */
+#define BOUNCE_SUMMED_MIN_BYTES ((size_t)1 << 20)
+
+uint8_t store_zero_block[FORMAT_BLOCK] __attribute__((aligned(FORMAT_BLOCK)));
+
+static void trailer_for(const struct store_ctx *c, unsigned o, uint64_t checksum,
+			struct store_trailer *t)
+{
+	*t = c->tmpl;
+	t->component = (uint16_t)c->obj[o].kind;
+	t->component_index = c->obj[o].index;
+	t->payload_len = c->obj[o].payload;
+	t->checksum = checksum;
+}
+
+/* iov for object o of a zero-copy page: segment, pad, trailer block. */
+static unsigned zero_copy_iov(struct iovec *iov, const struct hc_segment *seg, uint64_t len,
+			      uint8_t *pad, uint8_t *trailer)
+{
+	unsigned n = 0;
+	if (seg->len)
+		iov[n++] = (struct iovec){seg->addr, seg->len};
+	size_t padlen = (size_t)(len - FORMAT_BLOCK - seg->len);
+	if (padlen)
+		iov[n++] = (struct iovec){pad, padlen};
+	iov[n++] = (struct iovec){trailer, FORMAT_BLOCK};
+	return n;
+}
+
+/* Where an entry's page is for this chunk: its zero-copy segments (when the
+ * pool is zero-copy) and its bounce slot, right after the previous entry's. */
+uint8_t *store_entry_page(const struct entry *e, struct work *w, size_t *slot_off,
+			  struct hc_segment *segs)
+{
+	const struct store_ctx *c = e->ctx;
+	if (c->zero_copy)
+		hc_pool_page_segments(c->pool, e->page, segs, STORE_MAX_OBJS);
+	/* A zero-copy chunk may have no bounce buffer: no NULL + offset. */
+	uint8_t *slot = w->bounce ? w->bounce + *slot_off : NULL;
+	*slot_off += c->slot_bytes;
+	return slot;
+}
+
+/* The object's image around its iovecs, which are already in place: the
+ * trailer with the payload's checksum and, in bounce mode, the page
+ * gathered into its slot and the padding. */
+void store_build_image(const struct obj_job *j)
+{
+	const struct store_ctx *c = j->e->ctx;
+	struct store_trailer t;
+	if (c->marker) {
+		trailer_for(c, j->o, 0, &t);
+	} else if (c->zero_copy) {
+		trailer_for(c, j->o, util_checksum(j->seg.addr, j->seg.len), &t);
+	} else {
+		uint64_t sum;
+		if (c->page_bytes >= BOUNCE_SUMMED_MIN_BYTES) {
+			/* One pass over the pool's cold page instead of two (see
+			 * BOUNCE_SUMMED_MIN_BYTES). */
+			sum = pool_gather_summed(c->pool, j->e->page, j->slot);
+		} else {
+			hc_pool_gather(c->pool, j->e->page, j->slot, c->page_bytes);
+			sum = util_checksum(j->slot, c->page_bytes);
+		}
+		memset(j->slot + c->page_bytes, 0, j->obj->len - FORMAT_BLOCK - c->page_bytes);
+		trailer_for(c, j->o, sum, &t);
+	}
+	format_trailer_write(j->block, &t);
+}
+
+/* Object k (object o of page e) of a chunk: its job and where its image
+ * is: the trailer block alone (marker), the pool segment plus pad and
+ * trailer block (zero-copy; pad is the zero block on set, the discard
+ * block on get), or the page's bounce slot. */
+void store_obj_job_init(struct hc_store *st, struct work *w, const struct entry *e, unsigned o,
+			size_t k, uint8_t *slot, const struct hc_segment *segs, uint8_t *pad)
+{
+	const struct store_ctx *c = e->ctx;
+	struct store_obj *obj = &w->objs[k];
+	struct obj_job *j = &w->jobs[k];
+	*j = (struct obj_job){.st = st, .e = e, .obj = obj, .o = o, .slot = slot,
+			      .block = w->trailers + k * FORMAT_BLOCK};
+	if (c->marker) {
+		w->iov[k][0] = (struct iovec){j->block, FORMAT_BLOCK};
+		obj->iovcnt = 1;
+	} else if (c->zero_copy) {
+		j->seg = segs[o];
+		obj->iovcnt = zero_copy_iov(w->iov[k], &segs[o], obj->len, pad, j->block);
+	} else {
+		j->block = slot + obj->len - FORMAT_BLOCK;
+		w->iov[k][0] = (struct iovec){slot, obj->len};
+		obj->iovcnt = 1;
+	}
+}
+
+/* Check a fetched object; returns 0 or -EBADMSG. *damaged is set when the
+ * object is broken (torn or flipped: no valid trailer, or a checksum that
+ * does not match) rather than a whole object of another geometry, which
+ * another writer may legitimately use. */
+static int verify_trailer(const struct store_ctx *c, unsigned o, const uint8_t *block,
+			  struct store_trailer *got, bool *damaged)
+{
+	struct store_trailer want;
+	*damaged = false;
+	if (format_trailer_read(block, got)) {
+		*damaged = true;
+		return -EBADMSG;
+	}
+	trailer_for(c, o, got->checksum, &want);
+	want.magic = got->magic;
+	want.version = got->version;
+	want.self_check = got->self_check;
+	want.reserved = got->reserved;
+	return memcmp(got, &want, sizeof(*got)) ? -EBADMSG : 0;
+}
+
+static int verify_sum(uint64_t sum, const struct store_trailer *got, bool *damaged)
+{
+	*damaged = sum != got->checksum;
+	return *damaged ? -EBADMSG : 0;
+}
+
+static int verify_object(const struct hc_store *st, const struct store_ctx *c, unsigned o,
+			 const uint8_t *block, const void *payload, bool *damaged)
+{
+	struct store_trailer got;
+	int rc = verify_trailer(c, o, block, &got, damaged);
+	if (rc || !st->verify || !c->obj[o].payload)
+		return rc;
+	return verify_sum(util_checksum(payload, c->obj[o].payload), &got, damaged);
+}
+
+/* A verified bounce page of BOUNCE_SUMMED_MIN_BYTES or more. A page that
+ * fails has been copied all the same; its pool page holds what was read,
+ * as a zero-copy page that fails does. */
+static int get_bounce_verified(struct obj_job *j)
+{
+	const struct store_ctx *c = j->e->ctx;
+	struct store_trailer got;
+	int rc = verify_trailer(c, j->o, j->block, &got, &j->damaged);
+	if (rc)
+		return rc;
+	return verify_sum(pool_scatter_summed(c->pool, j->e->page, j->slot), &got, &j->damaged);
+}
+
+/* Check an object that was read whole. A bounce page that passes goes into
+ * the pool at once (bounce pages are one object). */
+void store_get_check(struct obj_job *j)
+{
+	const struct store_ctx *c = j->e->ctx;
+	j->checked = true;
+	if (!c->zero_copy && !c->marker && j->st->verify && c->page_bytes >= BOUNCE_SUMMED_MIN_BYTES) {
+		j->verdict = get_bounce_verified(j);
+		return;
+	}
+	const void *payload = c->marker ? NULL : c->zero_copy ? j->seg.addr : j->slot;
+	j->verdict = verify_object(j->st, c, j->o, j->block, payload, &j->damaged);
+	if (!j->verdict && !c->zero_copy && !c->marker)
+		hc_pool_scatter(c->pool, j->e->page, j->slot, c->page_bytes);
+}
+
+/* store_obj.arrived of a get: the checksum of this object is taken while
+ * the rest of the chunk is still being read. */
+void store_get_arrived(void *arg)
+{
+	store_get_check(arg);
+}

@@ -1,0 +1,440 @@
+/*
+ * Transfers: a call's pages planned into entries, cut into chunks, each
+ * chunk built into the objects a backend call moves (set: looked up first
+ * where that pays, see SET_LOOKUP_PAYS) and finished into page results and
+ * statistics.
+ */
+#define _GNU_SOURCE
+#include "store/store_internal.h"
+#include "util/util.h"
+
+#include <hicache/store.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#define CHUNK_BOUNCE_BYTES (64u << 20)
+#define CHUNK_MIN_OBJS 32                 /* the default io_depth's worth ... */
+#define CHUNK_BOUNCE_MAX ((size_t)512 << 20) /* ... unless pages are huge */
+/* A set looks an object up before writing it only from this size on.
+ * Every backend's put refuses to replace an object (-EEXIST, untouched),
+ * so the lookup only saves the transfer of one that exists; for a small
+ * object that costs less than looking up every one
+ * (docs/PERFORMANCE-HISTORY.md). */
+#define SET_LOOKUP_MIN_BYTES ((uint64_t)256 << 10)
+/* ... and only while at least 1 in SET_LOOKUP_PAYS of the recent sets of
+ * such objects found one existing (by the lookup, or -EEXIST from a put
+ * made without one). A lookup of a name that does not exist costs the
+ * file store a directory search, a real share of the store thread's time
+ * per object, for nothing; where pages are set again (another instance
+ * wrote them, a restart), it saves the transfer. The window halves
+ * every SET_LOOKUP_WINDOW objects, so the policy follows the workload. */
+#define SET_LOOKUP_PAYS 8
+#define SET_LOOKUP_WINDOW 256
+
+/* Flatten transfers t[0..nt) (their pools held: ctxs[i]) into entries,
+ * checking every page and name first so a bad transfer writes nothing. A
+ * name of a key's 64 hex digits becomes that key (in *hexkeys), so a page
+ * has one identity however it is named. v1: names are the anchor's. */
+int store_plan(struct hc_pool_transfer *t, size_t nt, struct store_ctx *const *ctxs, bool v1,
+	       struct entry **out, size_t *nout, struct hc_key **hexkeys, const char *what)
+{
+	size_t total = 0, nhex = 0;
+	for (size_t i = 0; i < nt; i++) {
+		struct store_ctx *c = ctxs[i];
+		uint64_t limit = hc_pool_pages(c->pool);
+		for (size_t j = 0; j < t[i].n; j++)
+			if (t[i].pages[j] >= limit)
+				return util_fail(-EFAULT, "store: page %llu lies outside the "
+						 "registered pool '%s' (%llu pages); "
+						 "nothing was transferred",
+						 (unsigned long long)t[i].pages[j], c->name,
+						 (unsigned long long)limit);
+		for (size_t j = 0; !t[i].keys && j < t[i].n; j++) {
+			struct hc_key k;
+			int rc = store_name_check(c, t[i].names[j], v1 ? SIZE_MAX : i, j, what);
+			if (rc)
+				return rc;
+			nhex += store_name_is_key(t[i].names[j], &k);
+		}
+		total += t[i].n;
+	}
+	struct entry *e = malloc((total ? total : 1) * sizeof(*e));
+	struct hc_key *hk = nhex ? malloc(nhex * sizeof(*hk)) : NULL;
+	if (!e || (nhex && !hk)) {
+		free(e);
+		free(hk);
+		return -ENOMEM;
+	}
+	size_t k = 0, h = 0;
+	for (size_t i = 0; i < nt; i++) {
+		for (size_t j = 0; j < t[i].n; j++, k++) {
+			const struct hc_key *key = t[i].keys ? &t[i].keys[j] : NULL;
+			const char *name = key ? NULL : t[i].names[j];
+			if (name && store_name_is_key(name, &hk[h])) {
+				key = &hk[h++];
+				name = NULL;
+			}
+			e[k] = (struct entry){ctxs[i], key, name, t[i].pages[j],
+					      t[i].results ? &t[i].results[j] : NULL};
+			if (e[k].result)
+				*e[k].result = -ENOENT;
+		}
+	}
+	*out = e;
+	*nout = total;
+	*hexkeys = hk;
+	return 0;
+}
+
+static void set_result(struct entry *e, int rc)
+{
+	if (e->result)
+		*e->result = rc;
+}
+
+/* How many entries from `from` fit one chunk (objects and bounce bytes). */
+size_t store_chunk_end(const struct entry *e, size_t from, size_t n, size_t *bounce_bytes)
+{
+	size_t objs = 0, bytes = 0, i = from;
+	for (; i < n; i++) {
+		size_t o = e[i].ctx->nobj, b = e[i].ctx->slot_bytes;
+		/* Never cut a chunk below CHUNK_MIN_OBJS objects for want of bounce
+		 * room: that would split one io_depth batch into two submissions
+		 * (2 MiB pages: 31 + 1) with a full wait between them. */
+		bool room = bytes + b <= CHUNK_BOUNCE_BYTES ||
+			    (objs < CHUNK_MIN_OBJS && bytes + b <= CHUNK_BOUNCE_MAX);
+		if (i > from && (objs + o > CHUNK_OBJS || !room))
+			break;
+		objs += o;
+		bytes += b;
+	}
+	*bounce_bytes = bytes;
+	return i;
+}
+
+/* Names the chunk's objects into w; *nobj gets their count. A name that
+ * does not fit fails the chunk: registration makes that impossible, and
+ * a stale name would move this page's bytes under another page's. */
+static int name_chunk(struct work *w, const struct entry *e, size_t from, size_t to,
+		      size_t *nobj)
+{
+	size_t k = 0;
+	for (size_t i = from; i < to; i++) {
+		const struct store_ctx *c = e[i].ctx;
+		for (unsigned o = 0; o < c->nobj; o++, k++) {
+			int rc = store_object_name(c, e[i].key, e[i].name, o, w->names[k]);
+			if (rc)
+				return rc;
+			w->objs[k] = (struct store_obj){
+				.name = w->names[k],
+				.route = hc_key_route_hash(w->names[k]),
+				.iov = w->iov[k],
+				.len = c->obj[o].len,
+				.result = -ENOENT,
+			};
+		}
+	}
+	*nobj = k;
+	return 0;
+}
+
+/* Whether a set of this object looks it up first (see SET_LOOKUP_PAYS). */
+static bool set_looks_up(struct hc_store *st, uint64_t len)
+{
+	if (len < SET_LOOKUP_MIN_BYTES)
+		return false;
+	uint32_t recent = atomic_load_explicit(&st->set_recent, memory_order_relaxed);
+	uint32_t existed = atomic_load_explicit(&st->set_existed, memory_order_relaxed);
+	return (uint64_t)existed * SET_LOOKUP_PAYS >= recent;
+}
+
+/* One set of an object of SET_LOOKUP_MIN_BYTES or more, and whether it
+ * existed. Races between threads only blur the window. */
+static void set_note_existing(struct hc_store *st, bool existed)
+{
+	uint32_t recent = atomic_fetch_add_explicit(&st->set_recent, 1, memory_order_relaxed) + 1;
+	if (existed)
+		atomic_fetch_add_explicit(&st->set_existed, 1, memory_order_relaxed);
+	if (recent >= SET_LOOKUP_WINDOW) {
+		atomic_store_explicit(&st->set_recent, recent / 2, memory_order_relaxed);
+		atomic_store_explicit(&st->set_existed,
+				      atomic_load_explicit(&st->set_existed, memory_order_relaxed) / 2,
+				      memory_order_relaxed);
+	}
+}
+
+/* One backend lookup for the n (<= CHUNK_OBJS) objects *objs[i]; found[i]
+ * says whether each exists. Their results are left alone. */
+static void set_lookup(struct hc_store *st, struct store_obj **objs, size_t n, bool *found)
+{
+	struct store_obj look[CHUNK_OBJS];
+	for (size_t i = 0; i < n; i++) {
+		look[i] = *objs[i];
+		look[i].result = -ENOENT;
+	}
+	if (n)
+		st->ops->exists(st->be, look, n, false);
+	for (size_t i = 0; i < n; i++)
+		found[i] = look[i].result == 0;
+}
+
+/* set_lookup of objects about to be set, counted in the window that
+ * set_looks_up reads. */
+static void set_lookup_first(struct hc_store *st, struct store_obj **objs, size_t n, bool *found)
+{
+	set_lookup(st, objs, n, found);
+	for (size_t i = 0; i < n; i++)
+		set_note_existing(st, found[i]);
+}
+
+/* store_obj.prepare of a set, before the object is written. Objects
+ * are immutable, so one that exists is not rewritten: the lookup and the
+ * image are made here, one object at a time, while the objects before it
+ * are already on their way to the disk. */
+static int set_prepare(void *arg)
+{
+	struct obj_job *j = arg;
+	if (set_looks_up(j->st, j->obj->len)) {
+		struct store_obj *obj = j->obj;
+		bool found;
+		set_lookup_first(j->st, &obj, 1, &found);
+		j->looked_up = true;
+		stat_add(j->e->ctx, j->st, STAT(set_lookups), 1);
+		if (found) {
+			j->existed = true;
+			return -EEXIST;
+		}
+	}
+	store_build_image(j);
+	return 0;
+}
+
+/* Whether an object whose write failed with err may still be there: the
+ * store refused the write (read-only, full, no permission), not an
+ * unreachable one, which a lookup would only wait for once more. */
+static bool set_failure_worth_lookup(int err)
+{
+	switch (err) {
+	case -ETIMEDOUT:
+	case -ECONNREFUSED:
+	case -ECONNRESET:
+	case -ECONNABORTED:
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+	case -ENOMEM:
+	case -ENOTUNIQ: /* another geometry's object: a lookup would find its name */
+		return false;
+	default:
+		return true;
+	}
+}
+
+/* The images and the objects to write of entries [from, to) into w:
+ * w->batch[0..w->ntodo). */
+int store_set_chunk_build(struct hc_store *st, struct work *w, struct entry *e, size_t from,
+			  size_t to, size_t bounce_bytes)
+{
+	size_t nobj = 0;
+	int rc = name_chunk(w, e, from, to, &nobj);
+	if (!rc)
+		rc = work_bounce(st, w, bounce_bytes);
+	if (rc)
+		return rc;
+	bool hooks = st->ops->object_hooks;
+	/* Objects already stored are not rewritten: looked up in set_prepare,
+	 * or here for the whole chunk when the backend has no hooks (small
+	 * ones are not looked up: the put refuses them). */
+	bool looked[CHUNK_OBJS] = {false};
+	if (!hooks) {
+		struct store_obj *big[CHUNK_OBJS];
+		bool found[CHUNK_OBJS];
+		size_t nbig = 0;
+		for (size_t b = 0; b < nobj; b++)
+			if ((looked[b] = set_looks_up(st, w->objs[b].len)))
+				big[nbig++] = &w->objs[b];
+		set_lookup_first(st, big, nbig, found);
+		for (size_t b = 0; b < nbig; b++)
+			big[b]->result = found[b] ? 0 : -ENOENT;
+	}
+	struct store_obj **todo = w->todo;
+	size_t ntodo = 0, k = 0, slot_off = 0;
+	for (size_t i = from; i < to; i++) {
+		struct store_ctx *c = e[i].ctx;
+		struct hc_segment segs[STORE_MAX_OBJS];
+		uint8_t *slot = store_entry_page(&e[i], w, &slot_off, segs);
+		for (unsigned o = 0; o < c->nobj; o++, k++) {
+			struct store_obj *obj = &w->objs[k];
+			struct obj_job *j = &w->jobs[k];
+			store_obj_job_init(st, w, &e[i], o, k, slot, segs, store_zero_block);
+			if (looked[k]) {
+				j->looked_up = true;
+				stat_add(c, st, STAT(set_lookups), 1);
+			}
+			if (!hooks && obj->result == 0) {
+				j->existed = true;
+				continue;
+			}
+			if (hooks) {
+				obj->prepare = set_prepare;
+				obj->hook_arg = j;
+			} else {
+				store_build_image(j);
+			}
+			todo[ntodo++] = obj;
+		}
+	}
+	/* The backend takes a contiguous array: compact the ones to write. */
+	for (size_t j = 0; j < ntodo; j++)
+		w->batch[j] = *todo[j];
+	w->ntodo = ntodo;
+	return 0;
+}
+
+/* After the put of w->batch: the pages' results and statistics. */
+void store_set_chunk_finish(struct hc_store *st, struct work *w, struct entry *e)
+{
+	struct store_obj **todo = w->todo;
+	size_t ntodo = w->ntodo, from = w->from, to = w->to, k;
+	for (size_t j = 0; j < ntodo; j++) {
+		int r = todo[j]->result = w->batch[j].result;
+		/* Written without a lookup: whether one would have paid. */
+		const struct obj_job *job = &w->jobs[todo[j] - w->objs];
+		if (todo[j]->len >= SET_LOOKUP_MIN_BYTES && !job->looked_up && (r == 0 || r == -EEXIST))
+			set_note_existing(st, r == -EEXIST);
+	}
+	/* A small object written without a lookup that failed may exist all
+	 * the same (a read-only store, a full disk): that is no failure. */
+	struct store_obj *failed[CHUNK_OBJS];
+	bool found[CHUNK_OBJS];
+	size_t nfailed = 0;
+	for (size_t j = 0; j < ntodo; j++) {
+		int r = todo[j]->result;
+		if (r && r != -EEXIST && todo[j]->len < SET_LOOKUP_MIN_BYTES &&
+		    set_failure_worth_lookup(r))
+			failed[nfailed++] = todo[j];
+	}
+	set_lookup(st, failed, nfailed, found);
+	for (size_t j = 0; j < nfailed; j++)
+		if (found[j])
+			failed[j]->result = -EEXIST;
+
+	k = 0;
+	for (size_t i = from; i < to; i++) {
+		struct store_ctx *c = e[i].ctx;
+		int page_rc = 0;
+		bool wrote = false, all_existed = true;
+		uint64_t bytes = 0;
+		for (unsigned o = 0; o < c->nobj; o++, k++) {
+			int r = w->objs[k].result;
+			if (w->jobs[k].existed || r == -EEXIST)
+				continue;
+			all_existed = false;
+			if (r == 0) {
+				wrote = true;
+				bytes += c->obj[o].payload;
+			} else if (!page_rc) {
+				page_rc = r;
+			}
+		}
+		set_result(&e[i], page_rc);
+		stat_add(c, st, page_rc ? STAT(failures) : all_existed ? STAT(pages_existing)
+								    : STAT(pages_written), 1);
+		if (page_rc == -ENOTUNIQ)
+			stat_add(c, st, STAT(other_geometry), 1);
+		if (wrote)
+			stat_add(c, st, STAT(bytes_written), bytes);
+	}
+}
+
+/* The objects of entries [from, to) into w->objs[0..w->nobj), each
+ * checked by its arrived hook (backends with hooks) or by the finish. */
+int store_get_chunk_build(struct hc_store *st, struct work *w, struct entry *e, size_t from,
+			  size_t to, size_t bounce_bytes)
+{
+	size_t nobj = 0;
+	int rc = name_chunk(w, e, from, to, &nobj);
+	if (!rc)
+		rc = work_bounce(st, w, bounce_bytes);
+	if (rc)
+		return rc;
+	bool hooks = st->ops->object_hooks;
+	size_t k = 0, slot_off = 0;
+	for (size_t i = from; i < to; i++) {
+		struct store_ctx *c = e[i].ctx;
+		struct hc_segment segs[STORE_MAX_OBJS];
+		uint8_t *slot = store_entry_page(&e[i], w, &slot_off, segs);
+		for (unsigned o = 0; o < c->nobj; o++, k++) {
+			struct store_obj *obj = &w->objs[k];
+			struct obj_job *j = &w->jobs[k];
+			store_obj_job_init(st, w, &e[i], o, k, slot, segs, w->discard);
+			if (hooks) {
+				obj->arrived = store_get_arrived;
+				obj->hook_arg = j;
+			}
+		}
+	}
+	w->nobj = nobj;
+	return 0;
+}
+
+/* After the get of w->objs: checks left, results, statistics, healing. */
+void store_get_chunk_finish(struct hc_store *st, struct work *w, struct entry *e)
+{
+	size_t from = w->from, to = w->to, k;
+	/* Broken objects are removed, so the next set of the page heals it
+	 * (objects are never overwritten in place). */
+	struct store_obj heal[CHUNK_OBJS];
+	size_t nheal = 0;
+	k = 0;
+	for (size_t i = from; i < to; i++) {
+		struct store_ctx *c = e[i].ctx;
+		int page_rc = 0;
+		for (unsigned o = 0; o < c->nobj; o++, k++) {
+			struct obj_job *j = &w->jobs[k];
+			int r = w->objs[k].result;
+			if (r == -ENODATA || r == -EFBIG)
+				r = -EBADMSG; /* wrong size: not an object of this geometry */
+			if (r == 0) {
+				if (!j->checked)
+					store_get_check(j);
+				r = j->verdict;
+				if (j->damaged && st->ops->remove)
+					heal[nheal++] = w->objs[k];
+			}
+			if (r == -EBADMSG) {
+				stat_add(c, st, STAT(corrupt), 1);
+				log_warn("store: object %s is corrupt or of another geometry; "
+					 "treated as a miss", w->objs[k].name);
+			}
+			if (r && !page_rc)
+				page_rc = r;
+		}
+		set_result(&e[i], page_rc);
+		if (!page_rc) {
+			stat_add(c, st, STAT(hits), 1);
+			stat_add(c, st, STAT(pages_read), 1);
+			stat_add(c, st, STAT(bytes_read), c->page_bytes);
+		} else if (page_rc == -ENOENT || page_rc == -EBADMSG) {
+			stat_add(c, st, STAT(misses), 1);
+		} else {
+			stat_add(c, st, STAT(failures), 1);
+		}
+	}
+	if (nheal)
+		st->ops->remove(st->be, heal, nheal);
+}
+
+/* MLA: rank 0 writes for every rank; the others report success. Returns
+ * how many entries are left to write. */
+size_t store_drop_skipped_writes(struct entry *e, size_t n)
+{
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (e[i].ctx->skip_writes)
+			set_result(&e[i], 0);
+		else
+			e[m++] = e[i];
+	}
+	return m;
+}
