@@ -24,8 +24,10 @@
  * keeps "device" memory in host memory (tests, replay). The host tier is an
  * hc_pool of the caller's KV geometry, created by the cache. With a store,
  * the cache registers that host pool with the store as its anchor pool
- * "kv" at hc_cache_open(): the store must have no anchor yet and must
- * outlive the cache.
+ * "kv" at hc_cache_open() (hybrid: its state pool as "mamba" too) and
+ * unregisters them at hc_cache_close(), so a store outlives any number of
+ * caches opened on it one after another; the store must have no anchor
+ * when the cache opens, and must outlive the cache.
  *
  * Write policies: write_through backs up every inserted page (device ->
  * host, then host -> L3) in the background; write_through_selective only

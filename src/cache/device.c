@@ -8,8 +8,9 @@
  *
  * The built-in engine keeps "device" memory in a layer_first KV pool in
  * host memory, so a page of one layer is one run per half there; the host
- * pool may use any layout, hence the per-token addressing below (only
- * page_first splits a page of one layer into one run per token).
+ * pool may use any layout, hence the per-(token, head) addressing below
+ * (page_first splits a page of one layer into one run per token, page_head
+ * into one run per token and head).
  *
  * A copy that fails at layer l reports the error for l and every later
  * layer; the copy thread still completes it, so waiters never hang.
@@ -17,6 +18,7 @@
 #define _GNU_SOURCE
 #include "cache/device.h"
 #include "pool/pool_internal.h"
+#include "util/thread.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -56,28 +58,35 @@ struct dev_tier {
 
 /* ---- built-in host-memory engine ---- */
 
-/* Address of token tok of (page, layer) in buffer b; *run: bytes of that
- * (page, layer) contiguous from there. */
+/* Address of head h of token tok of (page, layer) in buffer b; *run: bytes
+ * contiguous from there that stay inside (page, layer), in head order
+ * within a token and token order within the page. */
 static uint8_t *kv_addr(const struct hc_pool *p, unsigned b, uint64_t page, uint32_t layer,
-			uint32_t tok, uint64_t tok_bytes, uint64_t *run)
+			uint32_t tok, uint32_t h, uint64_t head_bytes, uint64_t *run)
 {
 	const struct pool_buffer *buf = &p->buffers[b];
 	const struct hc_kv_geometry *g = &p->geo.kv;
-	uint64_t ps = g->page_size;
+	uint64_t ps = g->page_size, heads = g->heads;
+	uint64_t unit = (uint64_t)tok * heads + h; /* (token, head) within the page */
 
 	switch (g->layout) {
 	case HC_LAYOUT_LAYER_FIRST:
-		*run = (ps - tok) * tok_bytes;
+		*run = (ps * heads - unit) * head_bytes;
 		return buf->base + layer * buf->layer_stride + page * buf->page_stride +
-		       tok * tok_bytes;
+		       unit * head_bytes;
 	case HC_LAYOUT_PAGE_FIRST_DIRECT:
-		*run = (ps - tok) * tok_bytes;
-		return buf->base + page * buf->page_stride + (layer * ps + tok) * tok_bytes;
+		*run = (ps * heads - unit) * head_bytes;
+		return buf->base + page * buf->page_stride + (layer * ps * heads + unit) * head_bytes;
+	case HC_LAYOUT_PAGE_HEAD:
+		/* (heads, page_size, layers, head_dim): one head of one token. */
+		*run = head_bytes;
+		return buf->base + page * buf->page_stride +
+		       (((uint64_t)h * ps + tok) * g->layers + layer) * head_bytes;
 	case HC_LAYOUT_PAGE_FIRST:
 	default:
-		*run = tok_bytes;
+		*run = (heads - h) * head_bytes;
 		return buf->base + page * buf->page_stride +
-		       ((uint64_t)tok * g->layers + layer) * tok_bytes;
+		       ((uint64_t)tok * g->layers + layer) * heads * head_bytes + h * head_bytes;
 	}
 }
 
@@ -86,22 +95,24 @@ static int mem_copy_layer(void *arg, enum hc_copy_dir dir, uint32_t layer, const
 {
 	struct dev_tier *d = arg;
 	const struct hc_kv_geometry *g = &d->pool->geo.kv;
-	uint64_t tok_bytes = (uint64_t)g->heads * g->head_dim * g->elem_bytes;
+	uint64_t head_bytes = (uint64_t)g->head_dim * g->elem_bytes;
+	uint64_t units = (uint64_t)g->page_size * g->heads;
 
 	for (size_t i = 0; i < n; i++) {
 		if (dev[i] >= d->pool->pages || host[i] >= d->host->pages)
 			return util_fail(-EINVAL, "copy: page out of range");
 		for (unsigned b = 0; b < d->pool->nbuffers; b++) {
-			for (uint32_t t = 0; t < g->page_size;) {
+			for (uint64_t u = 0; u < units;) {
+				uint32_t t = (uint32_t)(u / g->heads), h = (uint32_t)(u % g->heads);
 				uint64_t rd, rh;
-				uint8_t *pd = kv_addr(d->pool, b, dev[i], layer, t, tok_bytes, &rd);
-				uint8_t *ph = kv_addr(d->host, b, host[i], layer, t, tok_bytes, &rh);
+				uint8_t *pd = kv_addr(d->pool, b, dev[i], layer, t, h, head_bytes, &rd);
+				uint8_t *ph = kv_addr(d->host, b, host[i], layer, t, h, head_bytes, &rh);
 				uint64_t len = rd < rh ? rd : rh;
 				if (dir == HC_COPY_D2H)
 					memcpy(ph, pd, len);
 				else
 					memcpy(pd, ph, len);
-				t += (uint32_t)(len / tok_bytes);
+				u += len / head_bytes;
 			}
 		}
 	}
@@ -217,7 +228,7 @@ int dev_create(const struct dev_opts *o, struct dev_tier **out)
 				goto err;
 		}
 		d->attached = true;
-		rc = -pthread_create(&d->thread, NULL, copy_thread, d);
+		rc = hc_thread_start(&d->thread, copy_thread, d);
 		if (rc) {
 			util_fail(rc, "dev_create: cannot start the copy thread");
 			goto err;

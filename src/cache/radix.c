@@ -15,19 +15,6 @@
  * tokens), so gaining a tier later never allocates; on[tier] says whether
  * the array means anything.
  *
- * Children live in a small open-addressing table keyed by an XXH3 hash of
- * the child's FIRST PAGE (not its first token: at the root every sequence
- * starts with the same BOS token, and children differing only later in
- * their first page are still distinct edges). A lookup confirms the page
- * with memcmp, so hash collisions only cost a probe. Entries are
- * (hash, node, node's tokens): a lookup's two cache misses, the child's
- * header and its first page, then overlap. Leaves have no table.
- *
- *   node.kids --> [ h | node | tok ][ empty ][ h | node | tok ] ...
- *                        |      |                         (load <= 3/4)
- *                        v      `--> tokens inside the child's block
- *                      child
- *
  * A match costs one page hash and one table probe per node on the path,
  * plus one memcmp over the matched tokens; it allocates nothing unless
  * it splits. At 64-token pages that memcmp (the query and the tree's
@@ -51,31 +38,12 @@
  * its end (Mamba state, children, heap positions); P inherits counts
  * that cover its pages (lock refs, pins, hits, access time, L3 flag).
  *
- * Accounting
- * ----------
- * Every counter in struct radix_stats is a sum over nodes of a per-node
- * contribution (node_account()). Any change to a node is bracketed by
- * node_begin() (take its contribution out) and node_end() (put it back,
- * then fix its place in the LRU heaps): totals stay exact and O(1) to
- * read, and radix_check() recomputes them from scratch.
- *
- * LRU
- * ---
- * Three binary min-heaps on (last access, depth, id), each node knowing its
- * index:
- *
- *   HEAP_DEV    device leaves: on device, no child on device, unlocked
- *   HEAP_HOST   host-only leaves: no child, unlocked, unpinned, droppable
- *   HEAP_MAMBA  nodes holding a host Mamba state, unpinned
- *
- * Membership is recomputed in node_end(), so a node enters a heap the
- * moment it becomes a candidate (its last device child demoted, an
- * unlock, ...) and eviction pops in O(log n) per node, never scanning the
- * tree. A touch raises a key, so it only sifts down. Access times are one
- * logical clock tick per match/insert, and a touch covers the whole path,
- * so a parent is never older than its child. Heap arrays are reserved
- * to the node count whenever a node is created, which makes every later
- * push infallible: unlock and eviction never fail for memory.
+ * Files
+ * -----
+ * This file holds what changes the tree's shape and what reads it; the
+ * children table (radix_kids.c), the LRU heaps and the counters
+ * (radix_lru.c), eviction (radix_evict.c) and the invariant checker
+ * (radix_check.c) live beside it, sharing radix_internal.h.
  *
  * Caveats
  * -------
@@ -86,119 +54,13 @@
  *   (at most 2x the token/key metadata of the path).
  */
 #define _GNU_SOURCE
-#include "cache/radix.h"
+#include "cache/radix_internal.h"
 
-#include "util/util.h"
-
-#include <assert.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
-/* Assertion levels: 1 cheap asserts (debug builds), 3 radix_check() after
- * every mutating call. */
-#ifndef HC_DEBUG
-#ifdef NDEBUG
-#define HC_DEBUG 0
-#else
-#define HC_DEBUG 1
-#endif
-#endif
-#if HC_DEBUG >= 1
-#define radix_assert(x) assert(x)
-#else
-#define radix_assert(x) ((void)0)
-#endif
-#if HC_DEBUG >= 3
-#define radix_assert_expensive(t) assert(radix_check(t) == 0)
-#else
-#define radix_assert_expensive(t) ((void)0)
-#endif
-
-enum { HEAP_DEV, HEAP_HOST, HEAP_MAMBA, HEAP_COUNT };
-#define HEAP_NONE UINT32_MAX
-
-/* What a callback may call back into (t->in_cb). */
-enum { CB_NONE, CB_WRITE_BACK, CB_FREE };
-
-/* The child's tokens ride along so that comparing its first page and
- * loading its header are two independent cache misses, not a chain. */
-struct radix_kid {
-	uint64_t hash;           /* of the child's first page */
-	struct radix_node *node; /* NULL: empty slot */
-	const uint32_t *tok;     /* node->tok */
-};
-
-struct radix_node {
-	/* What a match reads and writes at every node comes first. */
-	uint32_t *tok;
-	struct radix_kid *kids; /* kcap entries (power of two), NULL when kcap is 0 */
-	size_t kcap;
-	size_t npages;
-	uint64_t last_access;
-	uint64_t hits;
-	uint32_t hidx[HEAP_COUNT];
-	bool on[2];
-	bool backed_up;
-	uint64_t mamba[2];
-
-	struct radix_node *parent;
-	size_t nkids;
-	size_t ndev_kids; /* children on device */
-	size_t end;       /* pages from the root to this node's end */
-	uint64_t hash;
-	uint64_t id; /* creation order: tie-break in the heaps */
-	uint64_t *slots[2]; /* per tier; meaningful when on[tier] */
-	struct hc_key *keys;
-	int32_t lock_ref;
-	int32_t host_pin;
-	struct radix_node *link; /* scratch list: subtree deletion, teardown */
-	uint64_t data[];         /* the arrays; u64 first keeps them aligned */
-};
-
-struct radix_heap {
-	struct radix_node **a;
-	size_t n;
-	size_t cap;
-};
-
-struct radix_tree {
-	struct radix_node *root;
-	uint32_t page_size;
-	size_t page_bytes;
-	enum radix_write_policy policy;
-	bool keep_unbacked;
-	bool has_seed;
-	struct hc_key seed;
-	uint64_t clock;
-	uint64_t next_id;
-	int in_cb;
-	struct radix_heap heap[HEAP_COUNT];
-	struct radix_stats st;
-};
-
-/* ---- small helpers ---- */
-
-static uint64_t page_hash(const struct radix_tree *t, const uint32_t *page)
-{
-	return XXH3_64bits(page, t->page_bytes);
-}
-
-static bool host_droppable(const struct radix_tree *t, const struct radix_node *n)
-{
-	return n->backed_up || !t->keep_unbacked;
-}
-
-static const struct hc_key *node_prior(const struct radix_tree *t, const struct radix_node *parent)
-{
-	if (parent != t->root)
-		return &parent->keys[parent->npages - 1];
-	return t->has_seed ? &t->seed : NULL;
-}
+/* ---- nodes ---- */
 
 static struct radix_node *node_new(struct radix_tree *t, size_t np)
 {
@@ -223,306 +85,19 @@ static struct radix_node *node_new(struct radix_tree *t, size_t np)
 	return n;
 }
 
-/* ---- children table ---- */
-
-static struct radix_node *kids_find(const struct radix_tree *t, const struct radix_node *n,
-				    uint64_t h, const uint32_t *page)
-{
-	if (!n->kcap)
-		return NULL;
-	size_t mask = n->kcap - 1;
-	for (size_t i = h & mask;; i = (i + 1) & mask) {
-		const struct radix_kid *k = &n->kids[i];
-		if (!k->node)
-			return NULL;
-		if (k->hash == h) {
-			__builtin_prefetch(k->node, 1);
-			if (!memcmp(k->tok, page, t->page_bytes))
-				return k->node;
-		}
-	}
-}
-
-static size_t kids_slot_of(const struct radix_node *n, const struct radix_node *child)
-{
-	size_t mask = n->kcap - 1;
-	size_t i = child->hash & mask;
-	while (n->kids[i].node != child) {
-		radix_assert(n->kids[i].node);
-		i = (i + 1) & mask;
-	}
-	return i;
-}
-
-static void kids_put(struct radix_kid *tab, size_t cap, struct radix_node *child)
-{
-	size_t i = child->hash & (cap - 1);
-	while (tab[i].node)
-		i = (i + 1) & (cap - 1);
-	tab[i].hash = child->hash;
-	tab[i].node = child;
-	tab[i].tok = child->tok;
-}
-
-/* Room for one more child (load <= 3/4), so kids_add() cannot fail. */
-static int kids_reserve(struct radix_node *n)
-{
-	if ((n->nkids + 1) * 4 <= n->kcap * 3)
-		return 0;
-	size_t cap = n->kcap ? n->kcap * 2 : 4;
-	struct radix_kid *tab = calloc(cap, sizeof(*tab));
-	if (!tab)
-		return -ENOMEM;
-	for (size_t i = 0; i < n->kcap; i++)
-		if (n->kids[i].node)
-			kids_put(tab, cap, n->kids[i].node);
-	free(n->kids);
-	n->kids = tab;
-	n->kcap = cap;
-	return 0;
-}
-
-static void kids_add(struct radix_node *n, struct radix_node *child)
-{
-	radix_assert((n->nkids + 1) * 4 <= n->kcap * 3);
-	kids_put(n->kids, n->kcap, child);
-	n->nkids++;
-	if (child->on[RADIX_DEV])
-		n->ndev_kids++;
-}
-
-/* Linear probing without tombstones: shift later entries of the cluster
- * back into the hole unless their home slot lies cyclically in (hole, j]. */
-static void kids_del(struct radix_node *n, struct radix_node *child)
-{
-	size_t mask = n->kcap - 1;
-	size_t i = kids_slot_of(n, child);
-	for (size_t j = i;;) {
-		j = (j + 1) & mask;
-		if (!n->kids[j].node)
-			break;
-		size_t home = n->kids[j].hash & mask;
-		bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
-		if (!stays) {
-			n->kids[i] = n->kids[j];
-			i = j;
-		}
-	}
-	n->kids[i].node = NULL;
-	n->nkids--;
-	if (child->on[RADIX_DEV])
-		n->ndev_kids--;
-	if (!n->nkids) {
-		/* Leaves are most nodes: they hold no table. */
-		free(n->kids);
-		n->kids = NULL;
-		n->kcap = 0;
-	}
-}
-
-/* ---- LRU heaps ---- */
-
-/* Older first; on a tie (a touch stamps a whole path alike) the deeper node
- * first, so a parent's Mamba state outlives its children's, as an LRU list
- * that moves parents to the front after children would have it. */
-static bool heap_less(const struct radix_node *a, const struct radix_node *b)
-{
-	if (a->last_access != b->last_access)
-		return a->last_access < b->last_access;
-	if (a->end != b->end)
-		return a->end > b->end;
-	return a->id < b->id;
-}
-
-static void heap_place(struct radix_heap *h, int w, size_t i, struct radix_node *x)
-{
-	h->a[i] = x;
-	x->hidx[w] = (uint32_t)i;
-}
-
-static void heap_up(struct radix_heap *h, int w, size_t i)
-{
-	struct radix_node *x = h->a[i];
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (!heap_less(x, h->a[p]))
-			break;
-		heap_place(h, w, i, h->a[p]);
-		i = p;
-	}
-	heap_place(h, w, i, x);
-}
-
-static void heap_down(struct radix_heap *h, int w, size_t i)
-{
-	struct radix_node *x = h->a[i];
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= h->n)
-			break;
-		if (c + 1 < h->n && heap_less(h->a[c + 1], h->a[c]))
-			c++;
-		if (!heap_less(h->a[c], x))
-			break;
-		heap_place(h, w, i, h->a[c]);
-		i = c;
-	}
-	heap_place(h, w, i, x);
-}
-
-static void heap_push(struct radix_tree *t, int w, struct radix_node *x)
-{
-	struct radix_heap *h = &t->heap[w];
-	radix_assert(h->n < h->cap);
-	heap_place(h, w, h->n++, x);
-	heap_up(h, w, h->n - 1);
-}
-
-static void heap_remove(struct radix_tree *t, int w, struct radix_node *x)
-{
-	struct radix_heap *h = &t->heap[w];
-	size_t i = x->hidx[w];
-	struct radix_node *last = h->a[--h->n];
-	x->hidx[w] = HEAP_NONE;
-	if (i < h->n) {
-		heap_place(h, w, i, last);
-		heap_up(h, w, i);
-		heap_down(h, w, last->hidx[w]);
-	}
-}
-
-/* Room in every heap for every node plus `extra`: pushes never fail. */
-static int tree_reserve(struct radix_tree *t, size_t extra)
-{
-	size_t need = t->st.nodes + extra;
-	if (need >= HEAP_NONE)
-		return -ENOMEM; /* heap indexes are 32-bit */
-	for (int w = 0; w < HEAP_COUNT; w++) {
-		struct radix_heap *h = &t->heap[w];
-		if (h->cap >= need)
-			continue;
-		size_t cap = h->cap * 2 > need ? h->cap * 2 : need + 16;
-		struct radix_node **a = realloc(h->a, cap * sizeof(*a));
-		if (!a)
-			return -ENOMEM;
-		h->a = a;
-		h->cap = cap;
-	}
-	return 0;
-}
-
-/* ---- accounting ---- */
-
-static bool want_heap(const struct radix_tree *t, const struct radix_node *n, int w)
-{
-	switch (w) {
-	case HEAP_DEV:
-		/* Without a host copy the node may be deleted with its subtree,
-		 * which a pin below it forbids. */
-		return n->on[RADIX_DEV] && !n->ndev_kids && !n->lock_ref &&
-		       (n->on[RADIX_HOST] || !n->host_pin);
-	case HEAP_HOST:
-		return n->on[RADIX_HOST] && !n->on[RADIX_DEV] && !n->nkids && !n->lock_ref &&
-		       !n->host_pin && host_droppable(t, n);
-	default:
-		return n->mamba[RADIX_HOST] != RADIX_NO_SLOT && !n->host_pin;
-	}
-}
-
-static void stats_add(struct radix_stats *s, const struct radix_tree *t,
-		      const struct radix_node *n, bool add)
-{
-	size_t np = n->npages;
-	size_t dev = n->on[RADIX_DEV] ? np : 0;
-	size_t host = n->on[RADIX_HOST] ? np : 0;
-	size_t dev_ev = n->lock_ref ? 0 : dev;
-	size_t host_ev = !dev && !n->lock_ref && !n->host_pin && host_droppable(t, n) ? host : 0;
-	size_t md = n->mamba[RADIX_DEV] != RADIX_NO_SLOT;
-	size_t mh = n->mamba[RADIX_HOST] != RADIX_NO_SLOT;
-
-	if (add) {
-		s->nodes++;
-		s->pages += np;
-		s->dev_pages += dev;
-		s->host_pages += host;
-		s->dev_evictable += dev_ev;
-		s->host_evictable += host_ev;
-		s->mamba_dev += md;
-		s->mamba_host += mh;
-	} else {
-		s->nodes--;
-		s->pages -= np;
-		s->dev_pages -= dev;
-		s->host_pages -= host;
-		s->dev_evictable -= dev_ev;
-		s->host_evictable -= host_ev;
-		s->mamba_dev -= md;
-		s->mamba_host -= mh;
-	}
-}
-
-static void node_account(struct radix_tree *t, const struct radix_node *n, bool add)
-{
-	stats_add(&t->st, t, n, add);
-}
-
-static void node_begin(struct radix_tree *t, struct radix_node *n)
-{
-	if (n != t->root)
-		node_account(t, n, false);
-}
-
-static void node_end(struct radix_tree *t, struct radix_node *n)
-{
-	if (n == t->root)
-		return;
-	node_account(t, n, true);
-	for (int w = 0; w < HEAP_COUNT; w++) {
-		bool want = want_heap(t, n, w);
-		bool in = n->hidx[w] != HEAP_NONE;
-		if (want && !in) {
-			heap_push(t, w, n);
-		} else if (!want && in) {
-			heap_remove(t, w, n);
-		} else if (in) {
-			heap_up(&t->heap[w], w, n->hidx[w]);
-			heap_down(&t->heap[w], w, n->hidx[w]);
-		}
-	}
-}
-
-/* Out of the counters and every heap, for good. */
-static void node_detach(struct radix_tree *t, struct radix_node *n)
-{
-	node_account(t, n, false);
-	for (int w = 0; w < HEAP_COUNT; w++)
-		if (n->hidx[w] != HEAP_NONE)
-			heap_remove(t, w, n);
-}
-
-/* Key raised to now: only a downward sift can be needed. */
-static void node_touch(struct radix_tree *t, struct radix_node *n, uint64_t now, bool hit)
-{
-	n->last_access = now;
-	n->hits += hit;
-	for (int w = 0; w < HEAP_COUNT; w++)
-		if (n->hidx[w] != HEAP_NONE)
-			heap_down(&t->heap[w], w, n->hidx[w]);
-}
-
 /* Give n the tier's slots (src: n->npages entries). */
 static void node_set_tier(struct radix_tree *t, struct radix_node *n, enum radix_tier tier,
 			  const uint64_t *src)
 {
 	struct radix_node *p = n->parent;
-	node_begin(t, n);
-	node_begin(t, p);
+	radix_node_begin(t, n);
+	radix_node_begin(t, p);
 	memcpy(n->slots[tier], src, n->npages * sizeof(uint64_t));
 	n->on[tier] = true;
 	if (tier == RADIX_DEV)
 		p->ndev_kids++;
-	node_end(t, n);
-	node_end(t, p);
+	radix_node_end(t, n);
+	radix_node_end(t, p);
 }
 
 /* ---- create / destroy ---- */
@@ -561,7 +136,7 @@ int radix_create(const struct radix_opts *o, struct radix_tree **out)
 		rc = -ENOMEM;
 		goto err;
 	}
-	rc = tree_reserve(t, 16);
+	rc = radix_tree_reserve(t, 16);
 	if (rc)
 		goto err;
 	*out = t;
@@ -611,16 +186,16 @@ static struct radix_node *node_split(struct radix_tree *t, struct radix_node *x,
 	struct radix_node *p;
 
 	radix_assert(k > 0 && k < x->npages);
-	if (tree_reserve(t, 1))
+	if (radix_tree_reserve(t, 1))
 		return NULL;
 	p = node_new(t, k);
 	if (!p)
 		return NULL;
-	if (kids_reserve(p)) {
+	if (radix_kids_reserve(p)) {
 		free(p);
 		return NULL;
 	}
-	node_begin(t, x);
+	radix_node_begin(t, x);
 	memcpy(p->tok, x->tok, k * t->page_bytes);
 	memcpy(p->keys, x->keys, k * sizeof(*p->keys));
 	for (int tier = 0; tier < 2; tier++) {
@@ -637,7 +212,7 @@ static struct radix_node *node_split(struct radix_tree *t, struct radix_node *x,
 	p->last_access = x->last_access;
 	p->backed_up = x->backed_up;
 	/* Same first page, same hash: P takes X's slot in the parent's table. */
-	struct radix_kid *slot = &parent->kids[kids_slot_of(parent, x)];
+	struct radix_kid *slot = &parent->kids[radix_kids_slot_of(parent, x)];
 	slot->node = p;
 	slot->tok = p->tok;
 
@@ -646,12 +221,12 @@ static struct radix_node *node_split(struct radix_tree *t, struct radix_node *x,
 	x->slots[RADIX_DEV] += k;
 	x->slots[RADIX_HOST] += k;
 	x->npages -= k;
-	x->hash = page_hash(t, x->tok);
+	x->hash = radix_page_hash(t, x->tok);
 	x->parent = p;
-	kids_add(p, x);
+	radix_kids_add(p, x);
 	t->st.splits++;
-	node_end(t, x);
-	node_end(t, p);
+	radix_node_end(t, x);
+	radix_node_end(t, p);
 	return p;
 }
 
@@ -686,7 +261,7 @@ static int walk(struct radix_tree *t, const uint32_t *tokens, size_t want, bool 
 
 	while (pos < want) {
 		const uint32_t *q = tokens + pos * t->page_size;
-		struct radix_node *c = kids_find(t, n, page_hash(t, q), q);
+		struct radix_node *c = radix_kids_find(t, n, radix_page_hash(t, q), q);
 		if (!c)
 			break;
 		size_t k = common_pages(t, c, q, want - pos);
@@ -699,7 +274,7 @@ static int walk(struct radix_tree *t, const uint32_t *tokens, size_t want, bool 
 			}
 			c = p;
 		}
-		node_touch(t, c, now, hit);
+		radix_node_touch(t, c, now, hit);
 		pos += k;
 		n = c;
 		if (m) {
@@ -724,13 +299,6 @@ static int walk(struct radix_tree *t, const uint32_t *tokens, size_t want, bool 
 	*pos_out = pos;
 	return rc;
 }
-
-#define RADIX_ENTER(t, allowed)                                                                \
-	do {                                                                                   \
-		if ((t)->in_cb != CB_NONE && (t)->in_cb != (allowed))                          \
-			return util_fail(-EBUSY, "radix tree: %s called from a callback",      \
-					 __func__);                                            \
-	} while (0)
 
 int radix_match(struct radix_tree *t, const uint32_t *tokens, size_t ntokens,
 		struct radix_match *m)
@@ -772,10 +340,10 @@ static int insert_common(struct radix_tree *t, const uint32_t *tokens, size_t nt
 
 	if (pos < want) {
 		size_t np = want - pos;
-		const struct hc_key *prior = node_prior(t, n);
+		const struct hc_key *prior = radix_node_prior(t, n);
 		size_t nhash = np;
 
-		if (tree_reserve(t, 1) || kids_reserve(n))
+		if (radix_tree_reserve(t, 1) || radix_kids_reserve(n))
 			return util_fail(-ENOMEM, "radix tree: no memory to insert");
 		fresh = node_new(t, np);
 		if (!fresh)
@@ -799,7 +367,7 @@ static int insert_common(struct radix_tree *t, const uint32_t *tokens, size_t nt
 		memcpy(fresh->slots[tier], slots + pos, np * sizeof(uint64_t));
 		fresh->on[tier] = true;
 		fresh->parent = n;
-		fresh->hash = page_hash(t, fresh->tok);
+		fresh->hash = radix_page_hash(t, fresh->tok);
 		fresh->end = pos + np;
 		fresh->last_access = t->clock;
 	}
@@ -815,10 +383,10 @@ static int insert_common(struct radix_tree *t, const uint32_t *tokens, size_t nt
 		}
 	}
 	if (fresh) {
-		node_begin(t, n);
-		kids_add(n, fresh);
-		node_end(t, n);
-		node_end(t, fresh);
+		radix_node_begin(t, n);
+		radix_kids_add(n, fresh);
+		radix_node_end(t, n);
+		radix_node_end(t, fresh);
 		n = fresh;
 	}
 	res->node = n;
@@ -920,9 +488,9 @@ int radix_set_backed_up(struct radix_tree *t, struct radix_node *n, size_t npage
 		return util_fail(-EINVAL, "radix_set_backed_up: range does not start at a node "
 				 "boundary");
 	for (struct radix_node *x = n;; x = x->parent) {
-		node_begin(t, x);
+		radix_node_begin(t, x);
 		x->backed_up = true;
-		node_end(t, x);
+		radix_node_end(t, x);
 		if (x == top)
 			break;
 	}
@@ -967,12 +535,12 @@ static int path_count(struct radix_tree *t, struct radix_node *n, bool lock, int
 	if (delta > 0 && top == INT32_MAX)
 		return util_fail(-EOVERFLOW, "radix tree: lock count overflow");
 	for (struct radix_node *x = n; x != t->root; x = x->parent) {
-		node_begin(t, x);
+		radix_node_begin(t, x);
 		if (lock)
 			x->lock_ref += delta;
 		else
 			x->host_pin += delta;
-		node_end(t, x);
+		radix_node_end(t, x);
 	}
 	radix_assert_expensive(t);
 	return 0;
@@ -1011,9 +579,9 @@ int radix_mamba_set(struct radix_tree *t, struct radix_node *n, enum radix_tier 
 		return util_fail(-EINVAL, "radix_mamba_set: device state on a node not on device");
 	if (n->mamba[tier] != RADIX_NO_SLOT)
 		return util_fail(-EEXIST, "radix_mamba_set: the node already holds a state");
-	node_begin(t, n);
+	radix_node_begin(t, n);
 	n->mamba[tier] = slot;
-	node_end(t, n);
+	radix_node_end(t, n);
 	radix_assert_expensive(t);
 	return 0;
 }
@@ -1026,186 +594,12 @@ int radix_mamba_clear(struct radix_tree *t, struct radix_node *n, enum radix_tie
 	RADIX_ENTER(t, CB_NONE);
 	if (n->mamba[tier] == RADIX_NO_SLOT)
 		return -ENOENT;
-	node_begin(t, n);
+	radix_node_begin(t, n);
 	*slot = n->mamba[tier];
 	n->mamba[tier] = RADIX_NO_SLOT;
-	node_end(t, n);
+	radix_node_end(t, n);
 	radix_assert_expensive(t);
 	return 0;
-}
-
-/* ---- eviction ---- */
-
-static void cb_free_slots(struct radix_tree *t, const struct radix_evict_ops *ops,
-			  enum radix_tier tier, const uint64_t *slots, size_t n)
-{
-	int saved = t->in_cb;
-	t->in_cb = CB_FREE;
-	ops->free_slots(ops->arg, tier, slots, n);
-	t->in_cb = saved;
-}
-
-static void cb_free_mamba(struct radix_tree *t, const struct radix_evict_ops *ops,
-			  enum radix_tier tier, uint64_t slot)
-{
-	int saved = t->in_cb;
-	t->in_cb = CB_FREE;
-	ops->free_mamba(ops->arg, tier, slot);
-	t->in_cb = saved;
-}
-
-/* Delete x and everything below it, handing every slot and state back.
- * Free callbacks may not call into the tree (CB_FREE), so each node can be
- * detached, reported and freed in one pass. */
-static void subtree_delete(struct radix_tree *t, struct radix_node *x,
-			   const struct radix_evict_ops *ops)
-{
-	struct radix_node *parent = x->parent;
-	struct radix_node *list = x;
-
-	node_begin(t, parent);
-	kids_del(parent, x);
-	node_end(t, parent);
-	x->link = NULL;
-	while (list) {
-		struct radix_node *y = list;
-		list = y->link;
-		node_detach(t, y);
-		for (size_t i = 0; i < y->kcap; i++) {
-			struct radix_node *c = y->kids[i].node;
-			if (c) {
-				c->link = list;
-				list = c;
-			}
-		}
-		/* States first: a state never outlives the pages it sits on. */
-		for (int tier = 0; tier < 2; tier++)
-			if (y->mamba[tier] != RADIX_NO_SLOT)
-				cb_free_mamba(t, ops, tier, y->mamba[tier]);
-		for (int tier = 0; tier < 2; tier++)
-			if (y->on[tier])
-				cb_free_slots(t, ops, tier, y->slots[tier], y->npages);
-		free(y->kids);
-		free(y);
-	}
-}
-
-static void demote(struct radix_tree *t, struct radix_node *x, const struct radix_evict_ops *ops)
-{
-	struct radix_node *p = x->parent;
-	uint64_t state = x->mamba[RADIX_DEV];
-
-	node_begin(t, x);
-	node_begin(t, p);
-	x->on[RADIX_DEV] = false;
-	x->mamba[RADIX_DEV] = RADIX_NO_SLOT;
-	p->ndev_kids--;
-	node_end(t, x);
-	node_end(t, p);
-	if (state != RADIX_NO_SLOT)
-		cb_free_mamba(t, ops, RADIX_DEV, state);
-	cb_free_slots(t, ops, RADIX_DEV, x->slots[RADIX_DEV], x->npages);
-}
-
-static void write_back(struct radix_tree *t, struct radix_node *x,
-		       const struct radix_evict_ops *ops)
-{
-	uint64_t state = RADIX_NO_SLOT;
-	bool want_state = x->mamba[RADIX_DEV] != RADIX_NO_SLOT &&
-			  x->mamba[RADIX_HOST] == RADIX_NO_SLOT;
-	int rc;
-
-	t->in_cb = CB_WRITE_BACK;
-	rc = ops->write_back(ops->arg, x, x->slots[RADIX_HOST], want_state ? &state : NULL);
-	t->in_cb = CB_NONE;
-	if (rc) {
-		t->st.write_back_failures++;
-		return;
-	}
-	node_begin(t, x);
-	x->on[RADIX_HOST] = true;
-	if (want_state && state != RADIX_NO_SLOT && x->mamba[RADIX_HOST] == RADIX_NO_SLOT)
-		x->mamba[RADIX_HOST] = state;
-	node_end(t, x);
-}
-
-static int check_ops(const struct radix_tree *t, const struct radix_evict_ops *ops,
-		     bool need_wb)
-{
-	if (!t || !ops || !ops->free_slots)
-		return util_fail(-EINVAL, "radix eviction: free_slots callback missing");
-	if (!ops->free_mamba && (t->st.mamba_dev || t->st.mamba_host))
-		return util_fail(-EINVAL, "radix eviction: free_mamba callback missing");
-	if (need_wb && t->policy == RADIX_WRITE_BACK && !ops->write_back)
-		return util_fail(-EINVAL, "radix eviction: write_back callback missing");
-	return 0;
-}
-
-int64_t radix_evict_device(struct radix_tree *t, size_t npages, const struct radix_evict_ops *ops)
-{
-	size_t freed = 0;
-	int rc = check_ops(t, ops, true);
-
-	if (rc)
-		return rc;
-	RADIX_ENTER(t, CB_NONE);
-	while (freed < npages && t->heap[HEAP_DEV].n) {
-		struct radix_node *x = t->heap[HEAP_DEV].a[0];
-		size_t np = x->npages;
-		if (!x->on[RADIX_HOST] && t->policy == RADIX_WRITE_BACK)
-			write_back(t, x, ops);
-		/* The write-back callback may have evicted host pages, but
-		 * never x: it is on device. */
-		radix_assert(t->heap[HEAP_DEV].a[0] == x);
-		if (x->on[RADIX_HOST])
-			demote(t, x, ops);
-		else
-			subtree_delete(t, x, ops);
-		freed += np;
-	}
-	radix_assert_expensive(t);
-	return (int64_t)freed;
-}
-
-int64_t radix_evict_host(struct radix_tree *t, size_t npages, const struct radix_evict_ops *ops)
-{
-	size_t freed = 0;
-	int rc = check_ops(t, ops, false);
-
-	if (rc)
-		return rc;
-	RADIX_ENTER(t, CB_WRITE_BACK);
-	while (freed < npages && t->heap[HEAP_HOST].n) {
-		struct radix_node *x = t->heap[HEAP_HOST].a[0];
-		freed += x->npages;
-		subtree_delete(t, x, ops);
-	}
-	radix_assert_expensive(t);
-	return (int64_t)freed;
-}
-
-int64_t radix_evict_mamba_host(struct radix_tree *t, size_t nstates,
-			       const struct radix_evict_ops *ops)
-{
-	size_t freed = 0;
-	int rc = check_ops(t, ops, false);
-
-	if (rc)
-		return rc;
-	RADIX_ENTER(t, CB_WRITE_BACK);
-	while (freed < nstates && t->heap[HEAP_MAMBA].n) {
-		struct radix_node *x = t->heap[HEAP_MAMBA].a[0];
-		uint64_t state = x->mamba[RADIX_HOST];
-		node_begin(t, x);
-		x->mamba[RADIX_HOST] = RADIX_NO_SLOT;
-		node_end(t, x);
-		cb_free_mamba(t, ops, RADIX_HOST, state);
-		freed++;
-		if (!x->nkids && !x->on[RADIX_DEV] && !x->lock_ref && !x->host_pin)
-			subtree_delete(t, x, ops);
-	}
-	radix_assert_expensive(t);
-	return (int64_t)freed;
 }
 
 /* ---- inspection ---- */
@@ -1259,177 +653,4 @@ struct radix_node *radix_dev_lru(const struct radix_tree *t)
 size_t radix_host_evictable(const struct radix_tree *t)
 {
 	return t ? t->st.host_evictable : 0;
-}
-
-/* ---- invariant checker ---- */
-
-#define CHECK(cond, ...)                                                                       \
-	do {                                                                                   \
-		if (!(cond)) {                                                                 \
-			rc = util_fail(-EUCLEAN, "radix_check: " __VA_ARGS__);                 \
-			goto out;                                                              \
-		}                                                                              \
-	} while (0)
-
-static int check_heaps(const struct radix_tree *t, const size_t members[HEAP_COUNT])
-{
-	int rc = 0;
-	for (int w = 0; w < HEAP_COUNT; w++) {
-		const struct radix_heap *h = &t->heap[w];
-		CHECK(h->n == members[w], "heap %d holds %zu nodes, %zu are candidates", w, h->n,
-		      members[w]);
-		CHECK(h->cap >= t->st.nodes, "heap %d capacity %zu below %zu nodes", w, h->cap,
-		      t->st.nodes);
-		for (size_t i = 0; i < h->n; i++) {
-			CHECK(h->a[i]->hidx[w] == i, "heap %d entry %zu has index %u", w, i,
-			      h->a[i]->hidx[w]);
-			CHECK(i == 0 || !heap_less(h->a[i], h->a[(i - 1) / 2]),
-			      "heap %d order broken at %zu", w, i);
-		}
-	}
-out:
-	return rc;
-}
-
-static int check_node(const struct radix_tree *t, const struct radix_node *x,
-		      struct radix_stats *s, size_t members[HEAP_COUNT], struct hc_key *tmp)
-{
-	const struct radix_node *p = x->parent;
-	size_t nk = 0, ndev = 0;
-	int64_t lock_sum = 0, pin_sum = 0;
-	int rc = 0;
-
-	for (size_t i = 0; i < x->kcap; i++) {
-		const struct radix_node *c = x->kids[i].node;
-		if (!c)
-			continue;
-		nk++;
-		ndev += c->on[RADIX_DEV];
-		lock_sum += c->lock_ref;
-		pin_sum += c->host_pin;
-		CHECK(c->parent == x, "node %" PRIu64 ": child %" PRIu64 " has another parent",
-		      x->id, c->id);
-		CHECK(x->kids[i].hash == c->hash && x->kids[i].tok == c->tok,
-		      "node %" PRIu64 ": stale entry of a child", x->id);
-	}
-	CHECK(nk == x->nkids, "node %" PRIu64 ": %zu children, counted %zu", x->id, nk,
-	      x->nkids);
-	CHECK(ndev == x->ndev_kids, "node %" PRIu64 ": %zu device children, counted %zu", x->id,
-	      ndev, x->ndev_kids);
-	CHECK(x->kcap == 0 ? !x->kids && !nk
-			   : (x->kcap & (x->kcap - 1)) == 0 && nk * 4 <= x->kcap * 3,
-	      "node %" PRIu64 ": bad child table (cap %zu, %zu entries)", x->id, x->kcap, nk);
-	/* The root carries no counts of its own. */
-	CHECK(x == t->root || x->lock_ref >= lock_sum,
-	      "node %" PRIu64 ": lock ref %d below its children's %" PRId64, x->id, x->lock_ref,
-	      lock_sum);
-	CHECK(x == t->root || x->host_pin >= pin_sum,
-	      "node %" PRIu64 ": host pins %d below its children's %" PRId64, x->id, x->host_pin,
-	      pin_sum);
-	if (x == t->root) {
-		CHECK(!x->npages && !x->end && !x->on[0] && !x->on[1] && !x->lock_ref &&
-		      !x->host_pin && x->mamba[0] == RADIX_NO_SLOT &&
-		      x->mamba[1] == RADIX_NO_SLOT, "the root holds state");
-		for (int w = 0; w < HEAP_COUNT; w++)
-			CHECK(x->hidx[w] == HEAP_NONE, "the root is in heap %d", w);
-		return 0;
-	}
-	CHECK(p, "node %" PRIu64 ": no parent", x->id);
-	CHECK(kids_find(t, p, x->hash, x->tok) == x,
-	      "node %" PRIu64 ": not found in its parent's table", x->id);
-	CHECK(x->npages >= 1, "node %" PRIu64 ": empty", x->id);
-	CHECK(x->end == p->end + x->npages, "node %" PRIu64 ": end %zu, parent ends at %zu + %zu",
-	      x->id, x->end, p->end, x->npages);
-	CHECK(x->hash == page_hash(t, x->tok), "node %" PRIu64 ": hash is not its first page's",
-	      x->id);
-	CHECK(x->on[RADIX_DEV] || x->on[RADIX_HOST], "node %" PRIu64 ": on no tier", x->id);
-	CHECK(!x->on[RADIX_DEV] || p == t->root || p->on[RADIX_DEV],
-	      "node %" PRIu64 ": on device under a parent that is not", x->id);
-	CHECK(x->lock_ref >= 0 && x->host_pin >= 0, "node %" PRIu64 ": negative count", x->id);
-	CHECK(x->mamba[RADIX_DEV] == RADIX_NO_SLOT || x->on[RADIX_DEV],
-	      "node %" PRIu64 ": device Mamba state without device pages", x->id);
-	CHECK(p == t->root || p->last_access >= x->last_access,
-	      "node %" PRIu64 ": accessed after its parent", x->id);
-	for (int w = 0; w < HEAP_COUNT; w++) {
-		bool want = want_heap(t, x, w);
-		size_t i = x->hidx[w];
-		CHECK(want == (i != HEAP_NONE), "node %" PRIu64 ": heap %d membership %d, want %d",
-		      x->id, w, i != HEAP_NONE, want);
-		CHECK(i == HEAP_NONE || (i < t->heap[w].n && t->heap[w].a[i] == x),
-		      "node %" PRIu64 ": heap %d index %zu is not it", x->id, w, i);
-		members[w] += want;
-	}
-	int64_t got = hc_key_chain(node_prior(t, p), x->tok, x->npages * t->page_size,
-				   t->page_size, tmp, x->npages);
-	CHECK(got == (int64_t)x->npages, "node %" PRIu64 ": hashing failed", x->id);
-	CHECK(!memcmp(tmp, x->keys, x->npages * sizeof(*tmp)),
-	      "node %" PRIu64 ": page keys do not chain from the parent", x->id);
-
-	stats_add(s, t, x, true);
-out:
-	return rc;
-}
-
-int radix_check(const struct radix_tree *t)
-{
-	struct radix_stats s = {0};
-	size_t members[HEAP_COUNT] = {0};
-	struct radix_node **stack = NULL;
-	struct hc_key *tmp = NULL;
-	size_t sp = 0, cap = 0, tmp_cap = 0;
-	int rc = 0;
-
-	if (!t || !t->root)
-		return util_fail(-EINVAL, "radix_check: NULL tree");
-	/* Explicit stack: chains of single-child nodes can be deep. */
-	cap = 64;
-	stack = malloc(cap * sizeof(*stack));
-	if (!stack)
-		return -ENOMEM;
-	stack[sp++] = t->root;
-	while (sp) {
-		struct radix_node *x = stack[--sp];
-		if (x->npages > tmp_cap) {
-			free(tmp);
-			tmp_cap = x->npages;
-			tmp = malloc(tmp_cap * sizeof(*tmp));
-			if (!tmp) {
-				rc = -ENOMEM;
-				goto out;
-			}
-		}
-		CHECK(s.nodes <= t->st.nodes, "more nodes reachable than counted (%zu)",
-		      t->st.nodes);
-		rc = check_node(t, x, &s, members, tmp);
-		if (rc)
-			goto out;
-		for (size_t i = 0; i < x->kcap; i++) {
-			if (!x->kids[i].node)
-				continue;
-			if (sp == cap) {
-				struct radix_node **ns = realloc(stack, 2 * cap * sizeof(*stack));
-				if (!ns) {
-					rc = -ENOMEM;
-					goto out;
-				}
-				stack = ns;
-				cap *= 2;
-			}
-			stack[sp++] = x->kids[i].node;
-		}
-	}
-	CHECK(s.nodes == t->st.nodes && s.pages == t->st.pages &&
-	      s.dev_pages == t->st.dev_pages && s.host_pages == t->st.host_pages &&
-	      s.mamba_dev == t->st.mamba_dev && s.mamba_host == t->st.mamba_host,
-	      "totals differ from a recount (nodes %zu/%zu pages %zu/%zu dev %zu/%zu host %zu/%zu)",
-	      t->st.nodes, s.nodes, t->st.pages, s.pages, t->st.dev_pages, s.dev_pages,
-	      t->st.host_pages, s.host_pages);
-	CHECK(s.dev_evictable == t->st.dev_evictable && s.host_evictable == t->st.host_evictable,
-	      "evictable totals differ from a recount (dev %zu/%zu host %zu/%zu)",
-	      t->st.dev_evictable, s.dev_evictable, t->st.host_evictable, s.host_evictable);
-	rc = check_heaps(t, members);
-out:
-	free(stack);
-	free(tmp);
-	return rc;
 }
