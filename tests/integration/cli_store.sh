@@ -363,6 +363,66 @@ bench gc.get-new 0 verified_pages=100 failed_pages=0 -- --op get --verify --seed
 "$BIN" gc "$G" "$TMP/empty" --capacity-gb 0 >"$TMP/gc0.txt" || fail "gc to 0: exit $?"
 grep -q '^removed  100 pages' "$TMP/gc0.txt" || fail "gc to 0: $(cat "$TMP/gc0.txt")"
 
+# ---- a shared store's dirs given in another order, or one dir twice ----
+# fsck reports objects that lie where their names do not route them
+# (misplaced) apart from corrupt ones and --repair never deletes them; ls
+# and gc count pages wherever they lie; the same dir twice, also through a
+# symlink, is refused (every object would be counted twice and found
+# misplaced in one of them).
+M1=$TMP/m1
+M2=$TMP/m2
+mkdir "$M1" "$M2"
+margs=(--dir "$M1" --dir "$M2" --page-bytes 16384 --pages 100 --batch 32)
+bench misplaced.set 0 failed_pages=0 -- --op set "${margs[@]}"
+"$BIN" ls --json "$M1" "$M2" >"$TMP/lsm.json" || fail "ls two dirs: exit $?"
+mobjects=$(jget "$TMP/lsm.json" "d['objects']")
+"$BIN" ls --json "$M2" "$M1" >"$TMP/lsm2.json" || fail "ls swapped: exit $?"
+jtrue "$TMP/lsm2.json" "d['objects'] == $mobjects and d['pages'] == 100" ||
+	fail "ls swapped: $(cat "$TMP/lsm2.json")"
+"$BIN" fsck --repair --json "$M2" "$M1" >"$TMP/fsckm.json" 2>"$TMP/fsckm.err"
+rc=$?
+[ $rc = 0 ] || fail "fsck --repair swapped: exit $rc, expected 0 ($(cat "$TMP/fsckm.err"))"
+jtrue "$TMP/fsckm.json" "d['misplaced'] > 0 and d['misplaced'] + d['ok'] == $mobjects and d['corrupt'] == 0 and d['removed'] == 0 and d['gone'] == 0" ||
+	fail "fsck --repair swapped: $(cat "$TMP/fsckm.json")"
+# One of the two alone: buckets go by the name's hash whatever the dirs,
+# and with one dir every object is in the right one: checked, none removed.
+"$BIN" fsck --repair --json "$M1" >"$TMP/fsckm1.json" 2>/dev/null
+jtrue "$TMP/fsckm1.json" "d['ok'] > 0 and d['corrupt'] == 0 and d['removed'] == 0" ||
+	fail "fsck --repair of one of two dirs: $(cat "$TMP/fsckm1.json")"
+"$BIN" fsck "$M2" "$M1" | grep -q '^misplaced      [1-9][0-9]* (never removed)$' ||
+	fail "fsck swapped: human output has no misplaced line"
+bench misplaced.get 0 hits=100 verified_pages=100 failed_pages=0 -- --op get --verify "${margs[@]}"
+"$BIN" fsck --json "$M1" "$M2" >"$TMP/fsckm3.json" || fail "fsck in order: exit $?"
+jtrue "$TMP/fsckm3.json" "d['ok'] == $mobjects and d['misplaced'] == 0" ||
+	fail "fsck in order: $(cat "$TMP/fsckm3.json")"
+ln -s "$M1" "$TMP/m1link"
+for cmd in "fsck --repair" ls "gc --capacity-gb 0"; do
+	for pair in "$M1 $M1" "$M1 $TMP/m1link"; do
+		# shellcheck disable=SC2086
+		"$BIN" $cmd $pair >"$TMP/twice.out" 2>"$TMP/twice.err"
+		rc=$?
+		[ $rc = 1 ] || fail "$cmd $pair: exit $rc, expected 1"
+		grep -q 'same directory' "$TMP/twice.err" ||
+			fail "$cmd $pair: $(cat "$TMP/twice.err")"
+	done
+done
+"$BIN" ls --json "$M1" "$M2" >"$TMP/lsm3.json"
+jtrue "$TMP/lsm3.json" "d['objects'] == $mobjects" ||
+	fail "a refused fsck/gc deleted objects: $(cat "$TMP/lsm3.json")"
+# An orphaned temp file (its mtime 2 hours back) in the shared store:
+# reported, removed by --repair; a young one stays.
+mb=$(cd "$M1" && ls -d [0-9a-f][0-9a-f] | head -n 1)
+old_tmp=$M1/$mb/.tmp.0123456789abcdef.00c0ffee00c0ffee.3
+young_tmp=$M1/$mb/.tmp.0123456789abcdef.00c0ffee00c0ffee.4
+head -c 8192 /dev/zero >"$old_tmp"
+touch -d '2 hours ago' "$old_tmp"
+head -c 8192 /dev/zero >"$young_tmp"
+"$BIN" fsck --repair --json "$M1" "$M2" >"$TMP/fsckm4.json" || fail "fsck temps: exit $?"
+jtrue "$TMP/fsckm4.json" "d['orphaned_temp'] == 1 and d['removed'] == 1 and d['ok'] == $mobjects" ||
+	fail "fsck temps: $(cat "$TMP/fsckm4.json")"
+[ ! -e "$old_tmp" ] || fail "fsck --repair: the old temp file is still there"
+[ -e "$young_tmp" ] || fail "fsck --repair removed a young temp file"
+
 # ---- usage ----
 usage_err() { # expected-status args...
 	local expect=$1

@@ -30,13 +30,6 @@ static void print_key(const char *key, enum hc_config_type type, const char *env
 	printf("\n");
 }
 
-static void usage(FILE *out)
-{
-	fprintf(out, "usage: hicache config [--config JSON|@FILE] [--verbose]\n"
-		     "Prints each key, its effective value and its source (default, env, json).\n"
-		     "--verbose adds the environment variable and a description.\n");
-}
-
 int cmd_config(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -52,8 +45,8 @@ int cmd_config(int argc, char **argv)
 		switch (c) {
 		case 'c': json = optarg; break;
 		case 'v': verbose = true; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'h': return cli_help(stdout, "config");
+		default: cli_usage(stderr, "config"); return 2;
 		}
 	}
 	if (optind != argc) {

@@ -1,6 +1,8 @@
 /* hicache fsck: check every object of a file store offline (size, trailer,
  * checksum, placement) and, with --repair, remove corrupt objects and
- * orphaned temp files. Uses hc_file_fsck(); the store need not be open.
+ * orphaned temp files (by age). Uses hc_file_fsck(); the store need not
+ * be open, and it is safe beside live writers, cleaners and gc. Misplaced
+ * objects (dirs in another order or number) are reported, never removed.
  *
  * Exit status is 1 whenever a corrupt object was found, even when --repair
  * removed it: the caller learns that data was lost (the pages are misses
@@ -15,37 +17,17 @@
 #include <getopt.h>
 #include <stdio.h>
 
-static void fsck_usage(FILE *out)
-{
-	fprintf(out,
-		"usage: hicache fsck [--repair] [--json] DIR...\n"
-		"\n"
-		"Checks every object under the file store base dirs DIR... (give all of a\n"
-		"store's dirs, in its configured order: placement is checked too) and prints\n"
-		"the counts: ok objects (and their bytes), corrupt objects, orphaned temp files\n"
-		"(a writer died), foreign files (not a store object) and removed files.\n"
-		"Each corrupt object is named on stderr.\n"
-		"\n"
-		"options:\n"
-		"  -r, --repair   remove corrupt objects and orphaned temp files (temp files\n"
-		"                 younger than 60 s whose writer is alive are left alone)\n"
-		"  -j, --json     print one JSON object\n"
-		"  -h, --help     print this help and exit\n"
-		"\n"
-		"exit status: 0 clean, 1 a corrupt object was found (even if --repair removed\n"
-		"it; run again to confirm the store is clean) or the check failed, 2 bad usage\n");
-}
-
 static void fsck_print(const struct hc_fsck_report *r, size_t ndirs, bool repair, bool json)
 {
 	if (json) {
 		printf("{\"dirs\": %zu, \"repair\": %s, \"ok\": %llu, \"bytes\": %llu, "
 		       "\"corrupt\": %llu, \"orphaned_temp\": %llu, \"foreign\": %llu, "
-		       "\"removed\": %llu}\n",
+		       "\"removed\": %llu, \"misplaced\": %llu, \"gone\": %llu}\n",
 		       ndirs, repair ? "true" : "false", (unsigned long long)r->ok,
 		       (unsigned long long)r->bytes, (unsigned long long)r->corrupt,
 		       (unsigned long long)r->orphaned_temp, (unsigned long long)r->foreign,
-		       (unsigned long long)r->removed);
+		       (unsigned long long)r->removed, (unsigned long long)r->misplaced,
+		       (unsigned long long)r->gone);
 		return;
 	}
 	printf("ok             %llu objects, %llu bytes\n", (unsigned long long)r->ok,
@@ -53,6 +35,8 @@ static void fsck_print(const struct hc_fsck_report *r, size_t ndirs, bool repair
 	printf("corrupt        %llu\n", (unsigned long long)r->corrupt);
 	printf("orphaned temp  %llu\n", (unsigned long long)r->orphaned_temp);
 	printf("foreign        %llu\n", (unsigned long long)r->foreign);
+	printf("misplaced      %llu (never removed)\n", (unsigned long long)r->misplaced);
+	printf("gone           %llu (deleted while checked)\n", (unsigned long long)r->gone);
 	printf("removed        %llu%s\n", (unsigned long long)r->removed,
 	       repair ? "" : " (no --repair)");
 }
@@ -74,7 +58,7 @@ int cmd_fsck(int argc, char **argv)
 		switch (c) {
 		case 'r': repair = true; break;
 		case 'j': json = true; break;
-		case 'h': fsck_usage(stdout); return 0;
+		case 'h': return cli_help(stdout, "fsck");
 		default:
 			fprintf(stderr, "hicache fsck: unknown option '%s' (see --help)\n",
 				argv[optind - 1]);

@@ -15,26 +15,6 @@
 /* Far above any disk, and exactly representable as a u64 after * 1e9. */
 #define GC_CAPACITY_GB_MAX 1e9
 
-static void gc_usage(FILE *out)
-{
-	fprintf(out,
-		"usage: hicache gc (DIR... | s3://BUCKET[/PREFIX]) --capacity-gb N [--json]\n"
-		"\n"
-		"Deletes the oldest pages under the file store base dirs DIR..., or in the S3\n"
-		"bucket under the key prefix (endpoint and credentials from the environment,\n"
-		"as for hicache ls), (a page's age\n"
-		"is the newest mtime of its objects) until the objects take at most N GB\n"
-		"(N x 10^9 bytes; N may be fractional, 0 empties the store), then prints the\n"
-		"pages and bytes removed and the bytes left.\n"
-		"\n"
-		"options:\n"
-		"  -c, --capacity-gb N  the cap in GB (required)\n"
-		"  -j, --json           print one JSON object\n"
-		"  -h, --help           print this help and exit\n"
-		"\n"
-		"exit status: 0 ok, 1 the scan or a deletion failed, 2 bad usage\n");
-}
-
 static bool parse_gb(const char *s, double *out)
 {
 	char *end;
@@ -71,7 +51,7 @@ int cmd_gc(int argc, char **argv)
 			have_cap = true;
 			break;
 		case 'j': json = true; break;
-		case 'h': gc_usage(stdout); return 0;
+		case 'h': return cli_help(stdout, "gc");
 		case ':':
 			fprintf(stderr, "hicache gc: option '%s' needs a value\n",
 				argv[optind - 1]);

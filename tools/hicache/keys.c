@@ -28,31 +28,6 @@
 /* How much of a bad token an error message shows. */
 #define KEYS_SHOW_MAX 32
 
-static void keys_usage(FILE *out)
-{
-	fprintf(out,
-		"usage: hicache keys --page-size P [--model M] [--tp-rank R --tp-size S] [--mla]\n"
-		"                    [--salt S] [--extra-key K]\n"
-		"\n"
-		"Reads whitespace-separated token ids (decimal, 0..4294967295) from stdin and\n"
-		"prints one line per full page (a partial last page is ignored):\n"
-		"  <page index> <key: 64 hex digits> <physical name> <bucket: 2 hex digits>\n"
-		"The physical name is the key followed by the suffix (plain, bounce-mode name).\n"
-		"\n"
-		"options:\n"
-		"  -p, --page-size P   tokens per page, 1..%u (required)\n"
-		"  -m, --model M       model name (sanitised into the suffix)\n"
-		"      --tp-rank R     tensor-parallel rank, below --tp-size (default 0)\n"
-		"      --tp-size S     tensor-parallel size (default: no rank part)\n"
-		"      --mla           rank-replicated pool (MLA): suffix \"_<model>\" only\n"
-		"      --salt S        cache salt for the namespace seed (\"\" is not absent)\n"
-		"      --extra-key K   extra key for the namespace seed (\"\" is not absent)\n"
-		"  -h, --help          print this help and exit\n"
-		"\n"
-		"exit status: 0 ok, 1 internal failure, 2 bad option or bad token\n",
-		KEYS_PAGE_SIZE_MAX);
-}
-
 /* Strict decimal: digits only, no sign, no trailing text, within max. */
 static bool keys_parse_u32(const char *s, uint32_t max, uint32_t *out)
 {
@@ -324,8 +299,7 @@ int cmd_keys(int argc, char **argv)
 			extra = optarg;
 			break;
 		case 'h':
-			keys_usage(stdout);
-			return 0;
+			return cli_help(stdout, "keys");
 		case ':':
 			fprintf(stderr, "hicache keys: option '%s' needs a value\n",
 				argv[optind - 1]);

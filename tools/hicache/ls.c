@@ -12,25 +12,6 @@
 #include <stdio.h>
 #include <time.h>
 
-static void ls_usage(FILE *out)
-{
-	fprintf(out,
-		"usage: hicache ls [--json] DIR... | s3://BUCKET[/PREFIX]\n"
-		"\n"
-		"Scans the file store base dirs DIR... (or lists the S3 bucket under the key\n"
-		"prefix; endpoint and credentials from HICACHE_S3_ENDPOINT, AWS_ACCESS_KEY_ID,\n"
-		"AWS_SECRET_ACCESS_KEY, ... as docs/CONFIG.md says) and prints the number of pages\n"
-		"(distinct page keys; a zero-copy page is several objects), objects and\n"
-		"bytes, and the modification times of the oldest and newest objects as\n"
-		"ISO-8601 UTC (\"-\" / null when the store is empty).\n"
-		"\n"
-		"options:\n"
-		"  -j, --json     print one JSON object (times also as oldest_ns, newest_ns)\n"
-		"  -h, --help     print this help and exit\n"
-		"\n"
-		"exit status: 0 ok, 1 the scan failed, 2 bad usage\n");
-}
-
 /* "YYYY-MM-DDTHH:MM:SSZ", or "" for 0 (an empty store). */
 static void iso_utc(int64_t ns, char out[32])
 {
@@ -80,7 +61,7 @@ int cmd_ls(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = true; break;
-		case 'h': ls_usage(stdout); return 0;
+		case 'h': return cli_help(stdout, "ls");
 		default:
 			fprintf(stderr, "hicache ls: unknown option '%s' (see --help)\n",
 				argv[optind - 1]);

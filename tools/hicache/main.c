@@ -18,6 +18,8 @@ static const struct cli_command commands[] = {
 	{"gc", "delete the oldest pages of a file store down to a capacity", cmd_gc},
 	{"replay", "replay a Mooncake trace or a multi-turn workload through L1, L2 and L3",
 	 cmd_replay},
+	{"help", "print the manual of a command (docs/man, also man hicache-<command>)",
+	 cmd_help},
 };
 
 static void usage(FILE *out)
@@ -25,7 +27,8 @@ static void usage(FILE *out)
 	fprintf(out, "usage: hicache <command> [options]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
-	fprintf(out, "\n'hicache <command> --help' describes one command.\n");
+	fprintf(out, "\n'hicache help <command>' or 'hicache <command> --help' prints the "
+		     "manual of\none command; 'hicache help' the manual of hicache.\n");
 }
 
 bool cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
@@ -74,9 +77,15 @@ int main(int argc, char **argv)
 		printf("hicache %s\n", hc_version());
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].run(argc - 1, argv + 1);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(argv[1], commands[i].name))
+			continue;
+		/* The same manual for every command, whatever its own parser does
+		 * with a --help it sees first. */
+		if (argc >= 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")))
+			return cli_help(stdout, commands[i].name);
+		return commands[i].run(argc - 1, argv + 1);
+	}
 	fprintf(stderr, "hicache: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return 2;

@@ -1,0 +1,239 @@
+/* One request of the replay on one instance: its start (match, prefetch,
+ * load, checks, allocation of what it computes) and its end (insert,
+ * release). With a fleet L3 set (sim.l3) the request also reads and
+ * writes that set: in --no-data fleets it is the L3 itself (the caches
+ * have no store, and a page found there counts as an L3 hit, brought to
+ * the instance as a prefetch would: it joins its cache with the pages
+ * the request computes); with a shared dir it records who wrote each
+ * page, so that a read can be told apart as another instance's. */
+#define _GNU_SOURCE
+#include "replay.h"
+
+#include "commands.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Check the pages a load brought to the device, and the Mamba state. */
+static void sim_verify(struct sim *s, struct inst *in, struct hc_cache_req *req,
+		       const uint32_t *tok, uint64_t dev_pages, uint64_t hit_pages)
+{
+	const struct replay_args *a = s->a;
+	struct replay_buf *b = s->b;
+	uint32_t ps = a->page_tokens;
+	int64_t n = hc_cache_req_dev_slots(req, b->slots, s->maxpages);
+
+	for (int64_t p = (int64_t)dev_pages; p < n && (uint64_t)p < hit_pages; p++) {
+		replay_fill_page(b->want, s->pbytes, tok[p * ps], (uint64_t)p);
+		if (hc_cache_dev_read(in->c, b->slots[p], b->page, s->pbytes) ||
+		    memcmp(b->page, b->want, s->pbytes))
+			s->res->corrupt++;
+		else
+			s->res->verified++;
+	}
+	if (a->mamba_bytes && hit_pages) {
+		replay_fill_state(b->mwant, a->mamba_bytes, tok, hit_pages, ps);
+		if (hc_cache_mamba_read(req, b->mstate, a->mamba_bytes) ||
+		    memcmp(b->mstate, b->mwant, a->mamba_bytes))
+			s->res->corrupt++;
+		else
+			s->res->verified++;
+	}
+}
+
+/* Write the pages (and state) the request computes into its device slots. */
+static int sim_compute(struct sim *s, struct inst *in, struct hc_cache_req *req,
+		       const uint32_t *tok, uint64_t full, int64_t n)
+{
+	const struct replay_args *a = s->a;
+	struct replay_buf *b = s->b;
+	uint32_t ps = a->page_tokens;
+	int rc;
+
+	if (!a->no_data) {
+		uint64_t first = full - (uint64_t)n;
+		for (int64_t k = 0; k < n; k++) {
+			uint64_t p = first + (uint64_t)k;
+			replay_fill_page(b->page, s->pbytes, tok[p * ps], p);
+			if ((rc = hc_cache_dev_write(in->c, b->slots[k], b->page, s->pbytes))) {
+				cli_report("replay: device write", rc);
+				return rc;
+			}
+		}
+	}
+	if (a->mamba_bytes) {
+		if (!a->no_data)
+			replay_fill_state(b->mstate, a->mamba_bytes, tok, full, ps);
+		rc = hc_cache_mamba_write(req, a->no_data ? NULL : b->mstate,
+					  a->no_data ? 0 : a->mamba_bytes);
+		if (rc) {
+			cli_report("replay: Mamba state write", rc);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* Flush every instance's background work. The clock is virtual: copies
+ * and L3 writes still running in real time have no place on it. Letting
+ * them finish before a request starts makes what it finds depend on the
+ * schedule, not on how the background threads ran, and publishes every
+ * earlier request's L3 writes to the whole fleet. */
+static void flush_all(struct sim *s)
+{
+	for (size_t k = 0; k < s->ninst; k++)
+		hc_cache_flush(s->in[k].c);
+}
+
+/* Fleet L3 set: the pages [m, m + l) read from L3 (touched); those
+ * another instance wrote are counted. */
+static void l3_read(struct sim *s, struct inst *in, const uint64_t *keys, uint64_t m, uint64_t l)
+{
+	uint32_t self = (uint32_t)(in - s->in);
+	for (uint64_t p = m; p < m + l; p++) {
+		int64_t w = lru_get(s->l3, keys[p]);
+		if (w >= 0 && (uint32_t)w != self)
+			s->res->l3_cross_pages++;
+	}
+}
+
+/* Start request i at s->now on flight f of instance in: match, prefetch,
+ * load (checked), allocate and compute the missing pages. Returns 0, 1
+ * (no device room now: aborted, to be retried after a request ends), or
+ * -errno (said). */
+int sim_start(struct sim *s, struct inst *in, size_t i, struct flight *f)
+{
+	const struct replay_args *a = s->a;
+	const struct request *r = &s->w->req[i];
+	struct result *res = s->res;
+	uint32_t ps = a->page_tokens;
+	struct hc_cache_req_info info = {0};
+	struct hc_cache_req *req = NULL;
+	uint64_t hit_pages = 0, l3_extra = 0; /* l3_extra: pages from the emulated L3 */
+	double xfer = 0;
+	int rc;
+
+	f->idx = i;
+	f->req = NULL;
+	f->full = 0;
+	f->dev_pages = 0;
+	f->put_from = 0;
+	if (!in->c) {
+		uint64_t need = (replay_insert_len(r) + ps - 1) / ps;
+		if (in->inflight > 0 && in->dev_used + need > in->dev_budget)
+			return 1;
+		f->dev_pages = need;
+		in->dev_used += need;
+	} else {
+		uint64_t full = replay_insert_len(r) / ps;
+		replay_gen_tokens(r, f->tok);
+		if (f->keys)
+			fleet_page_keys(f->tok, full, ps, f->keys);
+		flush_all(s);
+		uint64_t t0 = replay_now_ns();
+		if ((rc = hc_cache_match(in->c, f->tok, r->input, &req))) {
+			cli_report("replay: match", rc);
+			return rc;
+		}
+		hc_cache_prefetch_wait(req, HC_STOP_WAIT_COMPLETE);
+		hc_cache_req_info(req, &info);
+		/* Only real reads have a throughput. */
+		if (info.l3_tokens && !a->no_data)
+			res->l3_seconds += (double)(replay_now_ns() - t0) / 1e9;
+		uint64_t local = (info.dev_tokens + info.host_tokens) / ps, npin = r->input / ps;
+		if (s->l3_emulated && npin > local) {
+			/* What the cache's prefetch would find, at most half its
+			 * host tier (the cache's own bound on a prefetch). */
+			l3_extra = lru_prefix(s->l3, f->keys + local, npin - local);
+			if (l3_extra > in->host_pages / 2)
+				l3_extra = in->host_pages / 2;
+		}
+		int64_t loaded = hc_cache_load(req);
+		if (loaded == -ENOSPC) {
+			hc_cache_abort(req);
+			return 1;
+		}
+		if (loaded < 0 || (rc = hc_cache_layer_wait(req, UINT32_MAX))) {
+			rc = loaded < 0 ? (int)loaded : rc;
+			cli_report("replay: load", rc);
+			hc_cache_abort(req);
+			return rc;
+		}
+		uint64_t l3_tokens = info.l3_tokens + l3_extra * ps;
+		xfer = a->no_data ? (double)(info.host_tokens * a->kv_bytes) / MODEL_H2D_BPS +
+					    (double)(l3_tokens * a->kv_bytes) / MODEL_L3_BPS
+				  : (double)(replay_now_ns() - t0) / 1e9;
+		hit_pages = local + info.l3_tokens / ps; /* what the cache holds now */
+		if (!a->no_data)
+			sim_verify(s, in, req, f->tok, info.dev_tokens / ps, hit_pages);
+		if (full > hit_pages) {
+			int64_t n = hc_cache_alloc(req, full * ps, s->b->slots, s->maxpages);
+			if (n == -ENOSPC) {
+				hc_cache_abort(req);
+				return 1;
+			}
+			if (n < 0 || (rc = sim_compute(s, in, req, f->tok, full, n))) {
+				if (n < 0)
+					cli_report("replay: alloc", rc = (int)n);
+				hc_cache_abort(req);
+				return rc;
+			}
+			f->full = full;
+		}
+		f->req = req;
+		if (s->l3)
+			l3_read(s, in, f->keys, local, l3_extra + info.l3_tokens / ps);
+		hit_pages += l3_extra;
+		/* Its L3 writes: the pages it computes (those it read from L3
+		 * are there already; its local prefix was written before). */
+		f->put_from = hit_pages;
+		info.l3_tokens = l3_tokens;
+		res->l3_pages_read += l3_tokens / ps;
+	}
+	uint64_t hit = hit_pages * ps < r->input ? hit_pages * ps : r->input;
+	struct inst_result *ir = in->res;
+	res->requests++;
+	res->input_tokens += r->input;
+	res->hit[0] += info.dev_tokens;
+	res->hit[1] += info.host_tokens;
+	res->hit[2] += info.l3_tokens;
+	if (ir) {
+		ir->requests++;
+		ir->input_tokens += r->input;
+		ir->hit[0] += info.dev_tokens;
+		ir->hit[1] += info.host_tokens;
+		ir->hit[2] += info.l3_tokens;
+	}
+	f->done_at = s->now + xfer + (double)(r->input - hit) / a->prefill_tps;
+	return 0;
+}
+
+/* The request on f ends at s->now: insert what it computed (its pages
+ * also go to the fleet L3 set, as write-through backs them up), release. */
+int sim_finish(struct sim *s, struct inst *in, struct flight *f)
+{
+	if (f->req) {
+		int64_t ins = f->full ? hc_cache_insert(f->req, f->tok, f->full * s->a->page_tokens)
+				      : 0;
+		if (ins < 0) {
+			cli_report("replay: insert", (int)ins);
+			hc_cache_abort(f->req);
+			f->req = NULL;
+			return (int)ins;
+		}
+		hc_cache_release(f->req);
+		f->req = NULL;
+		for (uint64_t p = f->put_from; s->l3 && p < f->full; p++) {
+			int rc = lru_put(s->l3, f->keys[p], (uint32_t)(in - s->in));
+			if (rc) {
+				fprintf(stderr, "hicache replay: out of memory\n");
+				return rc;
+			}
+			s->res->l3_pages_written++;
+		}
+	}
+	in->dev_used -= f->dev_pages;
+	s->ttft[f->idx] = f->done_at - s->arrival[f->idx];
+	return 0;
+}
