@@ -1,0 +1,790 @@
+"""hicache from Python: stores, pools over your own memory, page keys.
+
+A thin ctypes layer over libhicache (no compile step). Every C call
+releases the GIL, so several threads calling one store run their I/O at
+once. The library is found through HICACHE_LIB, then next to this package
+(the installed layout), then the system loader.
+
+    import hicache
+    with hicache.Store({"backend": "file", "dirs": ["/mnt/l3"], "model": "m"}) as st:
+        pool = hicache.Pool.wrap_kv(kv_buffer, layers=L, heads=H, head_dim=D,
+                                    elem_bytes=2, page_size=64, pages=P,
+                                    layout="page_first")
+        st.register("kv", pool, anchor=True)
+        st.set(keys, pages)            # keys: 64-hex strings, 32-byte keys or names
+        hits, results = st.get(keys, pages)
+
+Errors of the C library raise hicache.Error (an OSError) carrying errno
+and the library's message (hc_last_error()).
+
+The SGLang storage backend is hicache.sglang.HiCacheHicache.
+"""
+
+import ctypes
+import errno as _errno
+import json
+import threading
+
+from . import _lib
+from ._lib import KEY_BYTES, KEY_HEX_LEN, LAYOUTS
+
+__all__ = [
+    "Error",
+    "Store",
+    "Pool",
+    "version",
+    "library_path",
+    "keys_to_bytes",
+    "key_chain",
+    "key_seed",
+    "suffix",
+    "fsck",
+    "ls",
+    "set_log_level",
+]
+
+_LIB, _LIB_PATH = _lib.load()
+_C = _LIB
+
+
+class Error(OSError):
+    """A failed hicache call: errno (positive), strerror, and detail (the
+    library's own message for this failure)."""
+
+    def __init__(self, rc, what, detail=""):
+        code = -rc if rc < 0 else rc
+        text = _C.hc_strerror(rc).decode(errors="replace")
+        super().__init__(code, text)
+        self.what = what
+        self.detail = detail
+
+    def __str__(self):
+        msg = "%s: %s" % (self.what, self.strerror)
+        if self.detail:
+            msg += " (%s)" % self.detail
+        return msg
+
+
+def _check(rc, what):
+    if rc < 0:
+        raise Error(int(rc), what, last_error())
+    return rc
+
+
+def last_error():
+    """The library's message for the last failure on this thread."""
+    s = _C.hc_last_error()
+    return s.decode(errors="replace") if s else ""
+
+
+def version():
+    return _C.hc_version().decode()
+
+
+def library_path():
+    return _LIB_PATH
+
+
+_LEVELS = {"off": 0, "error": 1, "warn": 2, "warning": 2, "info": 3, "debug": 4, "trace": 5}
+
+
+def set_log_level(level):
+    """'off', 'error', 'warn', 'info', 'debug', 'trace' or 0..5."""
+    if isinstance(level, str):
+        if level.lower() not in _LEVELS:
+            raise ValueError("hicache: unknown log level %r" % level)
+        level = _LEVELS[level.lower()]
+    _C.hc_log_set_level(int(level))
+
+
+# ---- memory of Python objects ----
+
+
+class _Mem:
+    """(address, length) of a contiguous buffer, holding what keeps it
+    alive. Accepts torch tensors (data_ptr/numel/element_size), numpy
+    arrays, (address, length) tuples and writable buffer-protocol objects
+    (mmap, bytearray, memoryview)."""
+
+    __slots__ = ("addr", "len", "ref")
+
+    def __init__(self, obj, what="buffer"):
+        self.ref = obj
+        if isinstance(obj, tuple) and len(obj) == 2:
+            self.addr, self.len = int(obj[0]), int(obj[1])
+            return
+        if hasattr(obj, "data_ptr") and hasattr(obj, "element_size"):
+            if hasattr(obj, "is_contiguous") and not obj.is_contiguous():
+                raise ValueError("hicache: %s: tensor is not contiguous" % what)
+            self.addr = int(obj.data_ptr())
+            self.len = int(obj.numel()) * int(obj.element_size())
+            return
+        if hasattr(obj, "__array_interface__") and hasattr(obj, "ctypes"):
+            if not obj.flags["C_CONTIGUOUS"]:
+                raise ValueError("hicache: %s: array is not C-contiguous" % what)
+            self.addr = int(obj.ctypes.data)
+            self.len = int(obj.nbytes)
+            return
+        mv = memoryview(obj)
+        if not mv.contiguous:
+            raise ValueError("hicache: %s: buffer is not contiguous" % what)
+        n = mv.nbytes
+        if mv.readonly:
+            if isinstance(obj, bytes):
+                self.addr = ctypes.cast(ctypes.c_char_p(obj), ctypes.c_void_p).value or 0
+                self.len = n
+                return
+            raise ValueError("hicache: %s: buffer is read-only" % what)
+        if n == 0:
+            self.addr, self.len = 0, 0
+            return
+        carr = (ctypes.c_char * n).from_buffer(mv.cast("B"))
+        self.ref = (obj, carr)
+        self.addr = ctypes.addressof(carr)
+        self.len = n
+
+
+def _region(mem):
+    return _lib.Region(mem.addr, mem.len)
+
+
+# ---- keys ----
+
+
+class _Keys:
+    """Keys for one call: a packed hc_key array when every key is a 64-digit
+    lowercase hex string (or 32 raw bytes), else an array of names. Holds
+    the buffers the C call reads."""
+
+    __slots__ = ("n", "keys", "names", "ref")
+
+    def __init__(self, keys):
+        self.keys = None
+        self.names = None
+        self.ref = None
+        if isinstance(keys, (bytes, bytearray, memoryview)):
+            raw = bytes(keys)
+            if len(raw) % KEY_BYTES:
+                raise ValueError("hicache: packed keys: %d bytes is not a multiple of 32" % len(raw))
+            self.n = len(raw) // KEY_BYTES
+            self._packed(raw)
+            return
+        keys = keys if isinstance(keys, list) else list(keys)
+        self.n = n = len(keys)
+        if n == 0:
+            return
+        first = keys[0]
+        if isinstance(first, str):
+            joined = "".join(keys)
+            # SGLang's keys: one join and one fromhex for the whole batch.
+            # Only lowercase 64-digit keys are hc_keys (a name of other
+            # text is used verbatim); lengths are checked per key in C.
+            if len(joined) == KEY_HEX_LEN * n and set(map(len, keys)) == {KEY_HEX_LEN}:
+                try:
+                    raw = bytes.fromhex(joined)
+                except ValueError:
+                    raw = None
+                if raw is not None and len(raw) == KEY_BYTES * n and joined == joined.lower():
+                    self._packed(raw)
+                    return
+            self._named([k.encode() for k in keys])
+            return
+        if isinstance(first, (bytes, bytearray)):
+            if set(map(len, keys)) == {KEY_BYTES}:
+                self._packed(b"".join(keys))
+                return
+            self._named([bytes(k) for k in keys])
+            return
+        raise TypeError("hicache: keys must be str or bytes, not %s" % type(first).__name__)
+
+    def _packed(self, raw):
+        buf = ctypes.create_string_buffer(raw, len(raw))
+        self.ref = buf
+        self.keys = ctypes.cast(buf, ctypes.c_void_p)
+
+    def _named(self, encoded):
+        arr = (ctypes.c_char_p * len(encoded))(*encoded)
+        self.ref = (arr, encoded)
+        self.names = ctypes.cast(arr, ctypes.c_void_p)
+
+
+def keys_to_bytes(keys):
+    """64-hex keys -> one bytes object of n x 32 (hc_key[n])."""
+    joined = "".join(keys)
+    raw = bytes.fromhex(joined)
+    if len(raw) != KEY_BYTES * len(keys) or set(map(len, keys)) - {KEY_HEX_LEN}:
+        raise ValueError("hicache: keys must be 64 hex digits each")
+    return raw
+
+
+class _Pages:
+    """uint64 page indices for one call, without per-page Python work for
+    tensors and numpy arrays."""
+
+    __slots__ = ("n", "ptr", "ref")
+
+    def __init__(self, pages):
+        if hasattr(pages, "data_ptr") and hasattr(pages, "element_size"):
+            import torch
+
+            t = pages.to(torch.int64).contiguous().reshape(-1)
+            self.ref = t
+            self.n = int(t.numel())
+            self.ptr = ctypes.c_void_p(t.data_ptr() if self.n else 0)
+            return
+        if hasattr(pages, "__array_interface__"):
+            import numpy as np
+
+            a = np.ascontiguousarray(pages, dtype=np.int64).reshape(-1)
+            self.ref = a
+            self.n = int(a.size)
+            self.ptr = ctypes.c_void_p(a.ctypes.data if self.n else 0)
+            return
+        pages = list(pages)
+        self.n = len(pages)
+        arr = (ctypes.c_int64 * self.n)(*pages)
+        self.ref = arr
+        self.ptr = ctypes.cast(arr, ctypes.c_void_p)
+
+
+# ---- pools ----
+
+
+def _layout_index(layout):
+    if isinstance(layout, int):
+        return layout
+    try:
+        return LAYOUTS.index(layout)
+    except ValueError:
+        raise ValueError("hicache: unknown layout %r (one of %s)" % (layout, ", ".join(LAYOUTS))) from None
+
+
+_COMPONENTS = {"plain": 0, "k": 1, "v": 2}
+
+
+class Pool:
+    """Host pages in the layout of one engine pool. Wrapped pools (wrap_*)
+    point into memory the caller owns and keep a reference to the objects
+    they were given; created pools (create_kv) own their memory."""
+
+    def __init__(self, handle, refs, kind):
+        self._h = handle
+        self._refs = refs
+        self.kind = kind
+        self._stores = 0
+        self._lock = threading.Lock()
+
+    # constructors
+
+    @classmethod
+    def wrap_kv(cls, buffers, *, layers, heads, head_dim, elem_bytes, page_size, pages,
+                layout="page_first", mla=False):
+        """One buffer (SGLang's kv_buffer: K half then V half; MLA: the
+        latent buffer) or a (K, V) pair of buffers."""
+        if not isinstance(buffers, (list, tuple)) or (
+            isinstance(buffers, tuple) and len(buffers) == 2 and isinstance(buffers[0], int)
+        ):
+            buffers = [buffers]
+        mems = [_Mem(b, "kv buffer %d" % i) for i, b in enumerate(buffers)]
+        geo = _kv_geo(layers, heads, head_dim, elem_bytes, page_size, pages, layout, mla)
+        regs = (_lib.Region * len(mems))(*[_region(m) for m in mems])
+        out = ctypes.c_void_p()
+        _check(_C.hc_pool_wrap_kv(ctypes.byref(geo), regs, len(mems), ctypes.byref(out)), "wrap kv pool")
+        return cls(out, mems, "kv")
+
+    @classmethod
+    def create_kv(cls, *, layers, heads, head_dim, elem_bytes, page_size, pages,
+                  layout="page_first", mla=False):
+        """A pool whose memory the library maps (benchmarks, tests)."""
+        geo = _kv_geo(layers, heads, head_dim, elem_bytes, page_size, pages, layout, mla)
+        out = ctypes.c_void_p()
+        _check(_C.hc_pool_create_kv(ctypes.byref(geo), None, ctypes.byref(out)), "create kv pool")
+        return cls(out, [], "kv")
+
+    @classmethod
+    def create_anchor(cls, *, pages, page_size):
+        """A logical anchor: slots only, no data (its pages are markers)."""
+        geo = _lib.AnchorGeometry(pages, page_size)
+        out = ctypes.c_void_p()
+        _check(_C.hc_pool_create_anchor(ctypes.byref(geo), ctypes.byref(out)), "create anchor pool")
+        return cls(out, [], "anchor")
+
+    @classmethod
+    def wrap_mamba(cls, temporal, convs, *, slots, layers):
+        """temporal: None or an empty buffer for none; convs: 1..8 buffers,
+        each slots x layers x (its bytes per layer and slot)."""
+        geo = _lib.MambaGeometry()
+        geo.slots = slots
+        geo.layers = layers
+        tm = _Mem(temporal, "temporal buffer") if temporal is not None else None
+        if tm is not None and tm.len == 0:
+            tm = None
+        geo.temporal_bytes = tm.len // (slots * layers) if tm else 0
+        if not 1 <= len(convs) <= _lib.MAMBA_MAX_CONV:
+            raise ValueError("hicache: mamba pool: %d conv buffers (1..8)" % len(convs))
+        cms = [_Mem(c, "conv buffer %d" % i) for i, c in enumerate(convs)]
+        geo.nconv = len(cms)
+        for i, m in enumerate(cms):
+            geo.conv_bytes[i] = m.len // (slots * layers)
+        creg = (_lib.Region * len(cms))(*[_region(m) for m in cms])
+        treg = ctypes.byref(_region(tm)) if tm else None
+        out = ctypes.c_void_p()
+        _check(_C.hc_pool_wrap_mamba(ctypes.byref(geo), treg, creg, ctypes.byref(out)), "wrap mamba pool")
+        return cls(out, [tm] + cms, "mamba")
+
+    @classmethod
+    def wrap_indexer(cls, buffer, *, pages, page_size, page_bytes):
+        m = _Mem(buffer, "indexer buffer")
+        geo = _lib.IndexerGeometry(pages, page_size, page_bytes)
+        out = ctypes.c_void_p()
+        _check(_C.hc_pool_wrap_indexer(ctypes.byref(geo), ctypes.byref(_region(m)), ctypes.byref(out)),
+               "wrap indexer pool")
+        return cls(out, [m], "indexer")
+
+    @classmethod
+    def wrap_segments(cls, buffers, *, pages, page_tokens):
+        """buffers: dicts {buffer, page_stride, seg_len, [base], [component
+        'plain'|'k'|'v'], [index]}: page p of a buffer is [base + p *
+        page_stride, + seg_len) (base defaults to the buffer's start)."""
+        mems, sbs = [], []
+        for i, b in enumerate(buffers):
+            m = _Mem(b["buffer"], "segment buffer %d" % i)
+            base = int(b.get("base", m.addr))
+            if not m.addr <= base <= m.addr + m.len:
+                raise ValueError("hicache: segment buffer %d: base outside the buffer" % i)
+            comp = b.get("component", "plain")
+            comp = _COMPONENTS[comp] if isinstance(comp, str) else int(comp)
+            sbs.append(_lib.SegmentBuffer(base, m.addr + m.len - base, int(b["page_stride"]),
+                                          int(b["seg_len"]), comp, int(b.get("index", i))))
+            mems.append(m)
+        arr = (_lib.SegmentBuffer * len(sbs))(*sbs)
+        out = ctypes.c_void_p()
+        _check(_C.hc_pool_wrap_segments(arr, len(sbs), pages, page_tokens, ctypes.byref(out)),
+               "wrap segments pool")
+        return cls(out, mems, "segments")
+
+    # queries
+
+    def _handle(self):
+        if not self._h:
+            raise ValueError("hicache: pool is closed")
+        return self._h
+
+    @property
+    def pages(self):
+        return int(_C.hc_pool_pages(self._handle()))
+
+    @property
+    def page_tokens(self):
+        return int(_C.hc_pool_page_tokens(self._handle()))
+
+    @property
+    def page_bytes(self):
+        return int(_C.hc_pool_page_bytes(self._handle()))
+
+    @property
+    def contiguous(self):
+        return bool(_C.hc_pool_contiguous(self._handle()))
+
+    def aligned(self, alignment=4096):
+        return bool(_C.hc_pool_aligned(self._handle(), alignment))
+
+    def segments(self, page):
+        """[(address, length), ...] of the page's zero-copy segments."""
+        segs = (_lib.Segment * 16)()
+        n = _check(_C.hc_pool_page_segments(self._handle(), page, segs, 16), "pool segments")
+        return [(segs[i].addr or 0, segs[i].len) for i in range(n)]
+
+    def gather(self, page, out=None):
+        """The page's flat bytes (into out, a writable buffer, if given)."""
+        if out is None:
+            out = bytearray(self.page_bytes)
+        m = _Mem(out, "gather target")
+        _check(_C.hc_pool_gather(self._handle(), page, m.addr, m.len), "gather page %d" % page)
+        return out
+
+    def scatter(self, page, data):
+        m = _Mem(data, "scatter source")
+        _check(_C.hc_pool_scatter(self._handle(), page, m.addr, m.len), "scatter page %d" % page)
+
+    def close(self):
+        with self._lock:
+            if self._stores:
+                raise Error(-_errno.EBUSY, "close pool", "still registered in a store")
+            h, self._h = self._h, None
+        if h:
+            _C.hc_pool_destroy(h)
+        self._refs = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            if self._h and not self._stores:
+                self.close()
+        except Exception:
+            pass
+
+
+def _kv_geo(layers, heads, head_dim, elem_bytes, page_size, pages, layout, mla):
+    return _lib.KvGeometry(layers, heads, head_dim, elem_bytes, page_size, pages,
+                           _layout_index(layout), bool(mla))
+
+
+# ---- store ----
+
+_OPT_KEYS = ("backend", "model", "tp_rank", "tp_size", "force_bounce")
+_SHARING = {"auto": _lib.SHARING_AUTO, "sharded": _lib.RANK_SHARDED, "replicated": _lib.RANK_REPLICATED}
+_POLICY = {"all_pages": _lib.HIT_ALL_PAGES, "trailing_pages": _lib.HIT_TRAILING_PAGES}
+
+
+def _policy(p):
+    if isinstance(p, int):
+        return p
+    v = getattr(p, "value", p)
+    if v not in _POLICY:
+        raise ValueError("hicache: unknown hit policy %r" % (p,))
+    return _POLICY[v]
+
+
+class Transfer:
+    """One pool's part of a v2 call: pool name, keys (or only a count for
+    exists), pages (set/get), hit policy (exists)."""
+
+    __slots__ = ("pool", "keys", "pages", "policy", "n", "results")
+
+    def __init__(self, pool, keys=None, pages=None, policy="all_pages", n=None):
+        self.pool = pool
+        self.keys = keys
+        self.pages = pages
+        self.policy = policy
+        self.n = n if n is not None else (len(keys) if keys is not None else 0)
+        self.results = None
+
+
+class Store:
+    """An open store. config: a dict of docs/CONFIG.md keys plus the store
+    options backend ('file', 'mem', 's3'), model, tp_rank, tp_size and
+    force_bounce (also accepted as keyword arguments). Any thread may call
+    set/get/exists/clear/stats at once; close() waits for calls in flight."""
+
+    def __init__(self, config=None, **opts):
+        cfg = dict(config or {})
+        for k in _OPT_KEYS:
+            if k in cfg:
+                opts.setdefault(k, cfg.pop(k))
+        unknown = set(opts) - set(_OPT_KEYS)
+        if unknown:
+            raise ValueError("hicache: unknown store option %s" % ", ".join(sorted(unknown)))
+        self._pools = {}
+        self._lock = threading.Condition()
+        self._busy = 0
+        self._h = None
+        chandle = ctypes.c_void_p()
+        text = json.dumps(cfg).encode() if cfg else None
+        _check(_C.hc_config_create(text, ctypes.byref(chandle)), "store config")
+        try:
+            o = _lib.StoreOpts()
+            _C.hc_store_opts_init(ctypes.byref(o), ctypes.sizeof(o))
+            self._backend = str(opts.get("backend") or "file").encode()
+            o.backend = self._backend
+            o.config = chandle
+            self._model = str(opts["model"]).encode() if opts.get("model") else None
+            o.model = self._model
+            o.tp_rank = int(opts.get("tp_rank", 0))
+            o.tp_size = int(opts.get("tp_size", 1))
+            o.force_bounce = bool(opts.get("force_bounce", False))
+            h = ctypes.c_void_p()
+            _check(_C.hc_store_open(ctypes.byref(o), ctypes.byref(h)), "open store")
+            self._h = h
+        finally:
+            _C.hc_config_destroy(chandle)
+
+    # lifetime: calls in flight hold the store open
+
+    def _enter(self):
+        with self._lock:
+            if not self._h:
+                raise Error(-_errno.EBADF, "store", "store is closed")
+            self._busy += 1
+            return self._h
+
+    def _leave(self):
+        with self._lock:
+            self._busy -= 1
+            if not self._busy:
+                self._lock.notify_all()
+
+    def close(self):
+        with self._lock:
+            h, self._h = self._h, None
+            while self._busy:
+                self._lock.wait()
+        if h:
+            _C.hc_store_close(h)
+            for p in self._pools.values():
+                with p._lock:
+                    p._stores -= 1
+            self._pools = {}
+
+    @property
+    def closed(self):
+        return not self._h
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _call(self, fn, *args):
+        h = self._enter()
+        try:
+            return fn(h, *args)
+        finally:
+            self._leave()
+
+    # properties
+
+    @property
+    def alignment(self):
+        return int(self._call(_C.hc_store_alignment))
+
+    @property
+    def direct_io(self):
+        return bool(self._call(_C.hc_store_direct_io))
+
+    @property
+    def io_engine(self):
+        return self._call(_C.hc_store_io_engine).decode()
+
+    # pools
+
+    def register(self, name, pool, *, anchor=False, sharing="auto", suffix=None, force_bounce=False):
+        reg = _lib.PoolReg()
+        _C.hc_pool_reg_init(ctypes.byref(reg), ctypes.sizeof(reg))
+        reg.anchor = bool(anchor)
+        reg.sharing = _SHARING[sharing] if isinstance(sharing, str) else int(sharing)
+        sfx = suffix.encode() if suffix is not None else None
+        reg.suffix = sfx
+        reg.force_bounce = bool(force_bounce)
+        _check(self._call(_C.hc_store_register_pool_ex, name.encode(), pool._handle(), ctypes.byref(reg)),
+               "register pool %r" % name)
+        with pool._lock:
+            pool._stores += 1
+        with self._lock:
+            self._pools[name] = pool
+
+    def unregister(self, name):
+        _check(self._call(_C.hc_store_unregister_pool, name.encode()), "unregister pool %r" % name)
+        with self._lock:
+            pool = self._pools.pop(name, None)
+            if pool is None:  # "kv" names the anchor
+                for k, p in list(self._pools.items()):
+                    pool = p
+                    if k == name:
+                        break
+        if pool is not None:
+            with pool._lock:
+                pool._stores -= 1
+
+    def pool_info(self, name):
+        info = _lib.PoolInfo()
+        _check(self._call(_C.hc_store_pool_info, name.encode(), ctypes.byref(info)), "pool info %r" % name)
+        return {f: getattr(info, f) for f, _ in _lib.PoolInfo._fields_}
+
+    # v1
+
+    def set(self, keys, pages):
+        """Store pages[i] of the anchor under keys[i]. Returns the per-page
+        results (0 stored or existing, else -errno)."""
+        k, p = _Keys(keys), _Pages(pages)
+        _same_len(k, p)
+        res = (ctypes.c_int * max(k.n, 1))()
+        fn = _C.hc_store_set if k.keys is not None else _C.hc_store_set_named
+        rc = self._call(fn, k.keys if k.keys is not None else k.names, k.n, p.ptr, res)
+        if rc < 0 and all(res[i] == 0 for i in range(k.n)):
+            _check(rc, "set")  # a whole-call error: nothing written
+        return list(res[: k.n])
+
+    def get(self, keys, pages):
+        """Read keys[i] into pages[i]. Returns (leading hits, results)."""
+        k, p = _Keys(keys), _Pages(pages)
+        _same_len(k, p)
+        res = (ctypes.c_int * max(k.n, 1))()
+        fn = _C.hc_store_get if k.keys is not None else _C.hc_store_get_named
+        rc = _check(self._call(fn, k.keys if k.keys is not None else k.names, k.n, p.ptr, res), "get")
+        return int(rc), list(res[: k.n])
+
+    def exists(self, keys):
+        k = _Keys(keys)
+        fn = _C.hc_store_exists if k.keys is not None else _C.hc_store_exists_named
+        return int(_check(self._call(fn, k.keys if k.keys is not None else k.names, k.n), "exists"))
+
+    # v2
+
+    def _transfers(self, transfers, with_pages):
+        arr = (_lib.PoolTransfer * max(len(transfers), 1))()
+        hold = []
+        for i, t in enumerate(transfers):
+            k = _Keys(t.keys if t.keys is not None else [])
+            c = arr[i]
+            pool = t.pool.encode()
+            hold.append((pool, k))
+            c.pool = pool
+            c.n = t.n if t.keys is None else k.n
+            c.keys = k.keys
+            c.names = k.names
+            c.policy = _policy(t.policy)
+            if with_pages:
+                p = _Pages(t.pages)
+                _same_len(k, p)
+                hold.append(p)
+                c.pages = p.ptr
+                res = (ctypes.c_int * max(k.n, 1))()
+                hold.append(res)
+                c.results = ctypes.cast(res, ctypes.POINTER(ctypes.c_int))
+                t.results = res
+        return arr, hold
+
+    def set_v2(self, transfers):
+        """Per transfer as set(); fills each Transfer.results and returns
+        {pool: results}."""
+        arr, hold = self._transfers(transfers, True)
+        rc = self._call(_C.hc_store_set_v2, arr, len(transfers))
+        out = {t.pool: list(t.results[: len(t.keys)]) for t in transfers}
+        if rc < 0 and not any(any(r) for r in out.values()):
+            _check(rc, "set_v2")
+        del hold
+        return out
+
+    def get_v2(self, transfers):
+        arr, hold = self._transfers(transfers, True)
+        _check(self._call(_C.hc_store_get_v2, arr, len(transfers)), "get_v2")
+        out = {t.pool: list(t.results[: len(t.keys)]) for t in transfers}
+        del hold
+        return out
+
+    def exists_query(self, keys, transfers=(), endpoints=False):
+        """Returns (result of the min rule, kv_hit_pages, [pool hits per
+        transfer], restorable end points or None)."""
+        k = _Keys(keys)
+        arr, hold = self._transfers(transfers, False)
+        q = _lib.ExistsQuery()
+        _C.hc_exists_query_init(ctypes.byref(q), ctypes.sizeof(q))
+        q.keys = k.keys
+        q.names = k.names
+        q.n = k.n
+        q.transfers = arr
+        q.nt = len(transfers)
+        hits = (ctypes.c_uint64 * max(len(transfers), 1))()
+        q.pool_hits = hits
+        ends = None
+        if endpoints:
+            ends = (ctypes.c_uint64 * max(k.n, 1))()
+            q.endpoints = ends
+            q.endpoints_max = k.n
+        rc = _check(self._call(_C.hc_store_exists_query, ctypes.byref(q)), "exists_v2")
+        del hold
+        eps = list(ends[: q.nendpoints]) if endpoints else None
+        return int(rc), int(q.kv_hit_pages), list(hits[: len(transfers)]), eps
+
+    def clear(self):
+        """Delete every object of this store's registered pools; returns how many."""
+        return int(_check(self._call(_C.hc_store_clear), "clear"))
+
+    def stats(self, pool=None):
+        """Counters as a dict; latency histograms as lists, with p50/p99 in us."""
+        s = _lib.StoreStats()
+        _check(self._call(_C.hc_store_stats, pool.encode() if pool else None, ctypes.byref(s)), "stats")
+        out = {f: int(getattr(s, f)) for f in _lib.STAT_FIELDS}
+        out["set_lookups"] = int(s.set_lookups)
+        out["bounce_bytes"] = int(s.bounce_bytes)
+        out["other_geometry"] = int(s.other_geometry)
+        for op in ("set", "get", "exists"):
+            hist = getattr(s, op + "_latency_us")
+            out[op + "_latency_us"] = list(hist)
+            for q in (0.5, 0.99):
+                out["%s_p%d_us" % (op, int(q * 100))] = float(_C.hc_store_latency_quantile(hist, q))
+        return out
+
+
+def _same_len(k, p):
+    if k.n != p.n:
+        raise ValueError("hicache: %d keys but %d pages" % (k.n, p.n))
+
+
+# ---- keys, names, tools ----
+
+
+def key_chain(tokens, page_size, prior=None, seed=None):
+    """SGLang's page keys (hex) of the full pages of tokens. prior: the key
+    (hex) of the page before tokens[0]; seed: (extra_key, cache_salt) for a
+    namespace seed."""
+    toks = (ctypes.c_uint32 * max(len(tokens), 1))(*tokens)
+    n = len(tokens) // page_size if page_size else 0
+    out = (_lib.Key * max(n, 1))()
+    pk = None
+    if prior is not None:
+        pk = _lib.Key.from_buffer_copy(bytes.fromhex(prior) if isinstance(prior, str) else prior)
+    elif seed is not None:
+        pk = _lib.Key()
+        ek, salt = seed
+        _check(_C.hc_key_seed(ek.encode() if ek is not None else None,
+                              salt.encode() if salt is not None else None, ctypes.byref(pk)), "key seed")
+    got = _check(_C.hc_key_chain(ctypes.byref(pk) if pk is not None else None, toks, len(tokens),
+                                 page_size, out, n), "key chain")
+    return [bytes(out[i].bytes).hex() for i in range(got)]
+
+
+def key_seed(extra_key=None, cache_salt=None):
+    k = _lib.Key()
+    _check(_C.hc_key_seed(extra_key.encode() if extra_key is not None else None,
+                          cache_salt.encode() if cache_salt is not None else None, ctypes.byref(k)), "key seed")
+    return bytes(k.bytes).hex()
+
+
+def suffix(model, tp_rank=0, tp_size=1, replicated=False):
+    """The object name suffix: '_<model>' or '_<model>_<tp_rank>_<tp_size>'."""
+    buf = ctypes.create_string_buffer(256)
+    _check(_C.hc_key_suffix(model.encode() if model else None, tp_rank, tp_size, replicated, buf, 256), "suffix")
+    return buf.value.decode()
+
+
+def route(name, ndirs=1):
+    """(bucket 0..255, disk index) of an object name."""
+    h = _C.hc_key_route_hash(name.encode())
+    return int(_C.hc_key_bucket(h)), int(_C.hc_key_disk(h, ndirs))
+
+
+def _dirs(dirs):
+    if isinstance(dirs, str):
+        dirs = [dirs]
+    enc = [str(d).encode() for d in dirs]
+    return (ctypes.c_char_p * len(enc))(*enc), len(enc), enc
+
+
+def fsck(dirs, repair=False):
+    arr, n, hold = _dirs(dirs)
+    r = _lib.FsckReport()
+    _check(_C.hc_file_fsck(arr, n, repair, ctypes.byref(r)), "fsck")
+    del hold
+    return {f: int(getattr(r, f)) for f, _ in _lib.FsckReport._fields_}
+
+
+def ls(dirs):
+    arr, n, hold = _dirs(dirs)
+    r = _lib.LsReport()
+    _check(_C.hc_file_ls(arr, n, ctypes.byref(r)), "ls")
+    del hold
+    return {f: int(getattr(r, f)) for f, _ in _lib.LsReport._fields_}
