@@ -8,12 +8,13 @@
 #   make bench      foundation benchmarks, figures to stdout
 #   make demo       replay the Mooncake synthetic trace through L1, L2 and a file L3
 #   make s3-bench   hicache's S3 backend vs curl --parallel against a local gateway
+#   make fuzz       every libFuzzer target for FUZZ_SECONDS (default 60) each
 
 PREFIX ?= /usr/local
 JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 
-.PHONY: all release test tsan install bench clean deps demo s3-bench
+.PHONY: all release test tsan install bench clean deps demo s3-bench ci-release fuzz
 
 all: release
 
@@ -39,6 +40,23 @@ tsan: deps
 	$(CMAKE) --build build-tsan -j $(JOBS)
 	cd build-tsan && ctest --output-on-failure -L concurrency
 
+# The tests in the optimised build: every build type compiles them warning-
+# free; the quick unit layers run (the full suite runs under ASan in test).
+ci-release:
+	$(CMAKE) -S . -B build-rel-tests -DCMAKE_BUILD_TYPE=Release -DHC_BUILD_BENCH=OFF
+	$(CMAKE) --build build-rel-tests -j $(JOBS)
+	cd build-rel-tests && ctest --output-on-failure -j $(JOBS) -R '^(util|key|mem|pool|cache|io)\.'
+
+# libFuzzer targets (tests/fuzz/*_fuzz.c) built with clang under ASan+UBSan,
+# each run for FUZZ_SECONDS from its seed corpus; any crash fails.
+FUZZ_SECONDS ?= 60
+fuzz:
+	HC_FUZZ=1 bash scripts/deps.sh
+	$(CMAKE) -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DHC_FUZZ=ON \
+		-DHC_BUILD_TESTS=OFF -DHC_BUILD_BENCH=OFF -DCMAKE_C_FLAGS_DEBUG="-g -O1"
+	$(CMAKE) --build build-fuzz -j $(JOBS) --target fuzz-targets
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz.sh build-fuzz
+
 install: release
 	$(CMAKE) --install build
 
@@ -54,4 +72,4 @@ s3-bench: release
 	bash bench/s3_vs_curl.sh --bin build/hicache
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-rel-tests build-fuzz

@@ -5,7 +5,11 @@
 set -euo pipefail
 
 PACKAGES=(gcc make cmake pkg-config python3 liburing-dev libssl-dev libcurl4-openssl-dev libxxhash-dev libcjson-dev
-	libcmocka-dev)
+	libcmocka-dev python3-torch python3-numpy python3-pytest)
+# The fuzzers (make fuzz): clang and its libFuzzer/sanitizer runtime.
+if [ -n "${HC_FUZZ:-}" ]; then
+	PACKAGES+=(clang libclang-rt-14-dev)
+fi
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
