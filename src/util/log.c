@@ -112,6 +112,7 @@ void util_log(enum hc_log_level level, const char *fmt, ...)
 	va_end(ap);
 }
 
+static void record(const char *fmt, va_list ap) UTIL_PRINTF(1, 0);
 static void record(const char *fmt, va_list ap)
 {
 	vsnprintf(last_error, sizeof(last_error), fmt, ap);
@@ -174,6 +175,8 @@ bool hc_log_limit_pass(struct hc_log_limit *l, uint64_t now, uint64_t *suppresse
 	return true;
 }
 
+static void vlog_limited(struct hc_log_limit *l, enum hc_log_level level, const char *fmt,
+			 va_list ap) UTIL_PRINTF(3, 0);
 static void vlog_limited(struct hc_log_limit *l, enum hc_log_level level, const char *fmt,
 			 va_list ap)
 {
