@@ -4,8 +4,10 @@ benchmark doing the same work, and against a Python loop doing what SGLang's
 own file backend does (docs/PERFORMANCE.md, "Python adapter").
 
 One run interleaves, per page size and repetition:
-  C        `hicache bench store --op set|get --pages 128 --batch 128`
-  adapter  HiCacheHicache.batch_set_v1 / batch_get_v1 of the same 128 pages
+  C        `hicache bench store --op set|get --pages 128*K --batch 128`
+  adapter  HiCacheHicache.batch_set_v1 / batch_get_v1 of the same pages, in
+           K calls of 128 (--calls K, default 1: a cold 128 x 64 KiB get
+           takes milliseconds, so more calls per run steady the ratio)
   loop     per page: get_data_page -> tofile(<path>.tmp.<pid>.<tid>.<uuid>) ->
            os.replace; read back with open(buffering=0).readinto into a flat
            page, then copied into the pool (SGLang's HiCacheFile)
@@ -19,7 +21,7 @@ Directories are removed only at the end (creating files right after deleting
 many is slow on this ext4). Only the store calls are timed; GB/s are 10^9
 bytes of page payload per second; the median of --runs repetitions.
 
-usage: bench/python_adapter.py [--dir BASE] [--runs N] [--pages N] [--bin HICACHE]
+usage: bench/python_adapter.py [--dir BASE] [--runs N] [--pages N] [--calls K] [--bin HICACHE]
          [--sizes 64K,512K,2M] [--huge-pages thp|off] [--keep]
 Run it under `flock /tmp/hicache-bench.lock` (bench/python_adapter.sh does).
 """
@@ -112,8 +114,8 @@ def config(d):
                                    is_page_first_layout=True, model_name="bench", extra_config=extra)
 
 
-def c_bench(binary, op, d, pages, page_bytes, seed, huge):
-    cmd = [binary, "bench", "store", "--op", op, "--pages", str(pages), "--batch", str(pages),
+def c_bench(binary, op, d, pages, batch, page_bytes, seed, huge):
+    cmd = [binary, "bench", "store", "--op", op, "--pages", str(pages), "--batch", str(batch),
            "--page-bytes", str(page_bytes), "--dir", d, "--direct", "on", "--seed", str(seed), "--json",
            "--huge-pages", "thp" if huge else "off"]
     if op == "get":
@@ -124,7 +126,15 @@ def c_bench(binary, op, d, pages, page_bytes, seed, huge):
     return r["gbps"]
 
 
-def adapter(hp, d, keys, page_bytes):
+def calls(fn, keys, idx, batch):
+    """fn over keys in calls of batch pages; all results, in order."""
+    out = []
+    for at in range(0, len(keys), batch):
+        out += fn(keys[at:at + batch], idx[at * PS:(at + batch) * PS])
+    return out
+
+
+def adapter(hp, d, keys, page_bytes, batch):
     idx = torch.arange(hp.size, dtype=torch.int64)
     b = hs.HiCacheHicache(config(d), {})
     b.register_mem_pool_host(hp)
@@ -132,16 +142,16 @@ def adapter(hp, d, keys, page_bytes):
         sys.exit("python_adapter: the adapter's pool is not zero-copy")
     want = hp.kv_buffer.clone()
     t0 = time.perf_counter()
-    ok = b.batch_set_v1(keys, idx)
+    ok = calls(b.batch_set_v1, keys, idx, batch)
     ts = time.perf_counter() - t0
     # As the C bench's --pool-warmup on: every pool slot read into once,
     # untimed (the first device write into a page makes the next CPU touch
     # slow on some VMs; a serving pool is long past that).
-    b.batch_get_v1(keys, idx)
+    calls(b.batch_get_v1, keys, idx, batch)
     hp.kv_buffer.zero_()
     drop_caches()
     t0 = time.perf_counter()
-    got = b.batch_get_v1(keys, idx)
+    got = calls(b.batch_get_v1, keys, idx, batch)
     tg = time.perf_counter() - t0
     if not all(ok) or not all(got) or not torch.equal(want.view(torch.uint8), hp.kv_buffer.view(torch.uint8)):
         sys.exit("python_adapter: adapter round trip failed")
@@ -183,7 +193,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dir", default="/var/tmp")
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--pages", type=int, default=128)
+    ap.add_argument("--pages", type=int, default=128, help="pages per call")
+    ap.add_argument("--calls", type=int, default=1, help="calls per run and side")
     ap.add_argument("--sizes", default="64K,512K,2M")
     ap.add_argument("--bin", default=os.path.join(REPO, "build", "hicache"))
     ap.add_argument("--keep", action="store_true")
@@ -202,14 +213,15 @@ def main():
             for s in a.sizes.split(","):
                 pb = size_arg(s)
                 seed = 1000 * r + pb % 997
-                keys = hicache.key_chain(list(range(seed * 4096, seed * 4096 + a.pages * PS)), PS)
-                hp = HostPool(a.pages, pb, a.huge == "thp")
+                total = a.pages * a.calls
+                keys = hicache.key_chain(list(range(seed * 4096, seed * 4096 + total * PS)), PS)
+                hp = HostPool(total, pb, a.huge == "thp")
                 hp.fill(seed)
                 row = res.setdefault(s, {k: [] for k in ("c_set", "c_get", "py_set", "py_get", "loop_set", "loop_get")})
                 cd = os.path.join(base, "c-%s-%d" % (s, r))
-                row["c_set"].append(c_bench(a.bin, "set", cd, a.pages, pb, seed, a.huge == "thp"))
-                row["c_get"].append(c_bench(a.bin, "get", cd, a.pages, pb, seed, a.huge == "thp"))
-                st, gt = adapter(hp, os.path.join(base, "py-%s-%d" % (s, r)), keys, pb)
+                row["c_set"].append(c_bench(a.bin, "set", cd, total, a.pages, pb, seed, a.huge == "thp"))
+                row["c_get"].append(c_bench(a.bin, "get", cd, total, a.pages, pb, seed, a.huge == "thp"))
+                st, gt = adapter(hp, os.path.join(base, "py-%s-%d" % (s, r)), keys, pb, a.pages)
                 row["py_set"].append(st)
                 row["py_get"].append(gt)
                 st, gt = loop(hp, os.path.join(base, "loop-%s-%d" % (s, r)), keys, pb)
@@ -218,8 +230,8 @@ def main():
                 del hp
         # Ratios: the median of each run's ratio (the three sides of one
         # run ran within seconds of each other), GB/s: medians.
-        print("%d pages per call, O_DIRECT, cold gets, %d runs; GB/s medians, ratios the median of"
-              " the runs' ratios" % (a.pages, a.runs))
+        print("%d calls of %d pages, O_DIRECT, cold gets, %d runs; GB/s medians, ratios the median"
+              " of the runs' ratios" % (a.calls, a.pages, a.runs))
         print("| page | op | C bench | adapter | adapter/C | SGLang-style loop | adapter/loop |")
         print("|---|---|---|---|---|---|---|")
         for s, row in res.items():
