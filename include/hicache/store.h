@@ -78,8 +78,14 @@ struct hc_store_opts {
 	bool force_bounce;
 };
 
+/* Defaults for a caller's struct of size bytes (pass sizeof(opts)): sets
+ * struct_size to size; fields past this library's struct are zeroed. */
 HC_API void hc_store_opts_init(struct hc_store_opts *opts, size_t size);
-/* Returns 0, -EINVAL (bad option or config; the message names it), -ENOENT /
+/* opts may come from an older header (a smaller struct_size: the fields it
+ * lacks keep their defaults) or a newer one (refused with -EINVAL if it
+ * sets fields this library does not know, as is a struct_size that was
+ * never initialised).
+ * Returns 0, -EINVAL (bad option or config; the message names it), -ENOENT /
  * -EACCES / -ENOTDIR (a base dir; s3: no such bucket / access denied),
  * -ENOMEM. *out is NULL on failure. */
 HC_API int hc_store_open(const struct hc_store_opts *opts, struct hc_store **out);

@@ -64,6 +64,15 @@
  *     ever removed.
  *   - O_CLOEXEC is not passed to the direct opens: a fixed file has no fd
  *     to close on exec, and the kernel rejects the flag with a file slot.
+ *   - Fault injection (util/fault.h, for the fault sweeps): the ops run
+ *     in the kernel, so a fault point that hits while a chain is prepared
+ *     makes the kernel fail that step for real: the open and the rename
+ *     get dirfd -1, the readv or writev a fixed-file slot past the table,
+ *     all refused with -EBADF before they touch a file. The page records
+ *     the step (inject) and its completion reports -EIO, as the thread
+ *     engine's injected failures do; the chain's own cancellation and the
+ *     clean-up (close_direct, unlink of the temp file) run as for any
+ *     failure.
  *   - With SUBMIT_ALL the kernel takes fewer SQEs than offered only when it
  *     cannot allocate requests. If that cuts a chain, the rest of the chain
  *     is turned into NOPs (it must never run on its own: a lone close ->
@@ -74,6 +83,7 @@
 #define HC_SRC_IO_URING_INTERNAL_H
 
 #include "io/io_internal.h"
+#include "util/fault.h"
 
 #include <linux/openat2.h>
 #include <liburing.h>
@@ -101,6 +111,7 @@ enum io_page_state {
 
 struct io_ring_page {
 	uint8_t state;
+	uint8_t inject; /* the io_step a fault injection made fail, or 0 */
 	bool got_read;
 	bool got_close;
 	bool clean_close; /* the clean-up must empty the slot */
@@ -164,6 +175,24 @@ static inline void io_sqe_finish(struct io_uring_sqe *sqe, uint64_t ud, unsigned
 {
 	sqe->flags |= flags;
 	sqe->user_data = ud;
+}
+
+/* A fault point for one step of page pg's chain (see Caveats): true when
+ * the step is to fail; the page remembers which. */
+static inline bool io_ring_inject(struct io_ring_page *pg, enum hc_fault_kind kind,
+				  enum io_step step)
+{
+	if (!hc_fault_hit(kind))
+		return false;
+	pg->inject = (uint8_t)step;
+	return true;
+}
+
+/* What a completion of step reports: the injected failure as -EIO, not as
+ * the -EBADF the kernel gave for the invalid file it was handed. */
+static inline int io_ring_res(const struct io_ring_page *pg, unsigned step, int res)
+{
+	return pg->inject && pg->inject == step && res < 0 ? -EIO : res;
 }
 
 /* io_uring_chain.c: chains and the slots of a stream */

@@ -22,15 +22,20 @@ static void io_ring_prep_read(struct io_ring *r, unsigned i, const struct io_rea
 	iov[q->iovcnt] = (struct iovec){.iov_base = r->scratch, .iov_len = IO_SCRATCH};
 	pg->sqe_first = r->ring.sq.sqe_tail;
 	pg->sqe_count = 3;
+	pg->inject = 0;
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
 	pg->how = (struct open_how){.flags = O_RDONLY | (q->direct ? O_DIRECT : 0),
 				    .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS};
-	io_uring_prep_openat2_direct(sqe, q->dirfd, q->name, &pg->how, i);
+	int dirfd = io_ring_inject(pg, HC_FAULT_OPEN, IO_STEP_OPEN) ? -1 : q->dirfd;
+	io_uring_prep_openat2_direct(sqe, dirfd, q->name, &pg->how, i);
 	io_sqe_finish(sqe, io_ud(r, i, IO_STEP_OPEN), IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS);
 	/* HARDLINK: a short read (the normal answer for a shorter file) must
 	 * not cancel the close. */
 	sqe = io_uring_get_sqe(&r->ring);
-	io_uring_prep_readv(sqe, (int)i, iov, q->iovcnt + 1, 0);
+	/* Slot depth is past the table: -EBADF (fault injection); the close
+	 * still runs and empties slot i. */
+	unsigned slot = io_ring_inject(pg, HC_FAULT_READ, IO_STEP_RW) ? r->depth : i;
+	io_uring_prep_readv(sqe, (int)slot, iov, q->iovcnt + 1, 0);
 	io_sqe_finish(sqe, io_ud(r, i, IO_STEP_RW), IOSQE_IO_HARDLINK | IOSQE_FIXED_FILE);
 	sqe = io_uring_get_sqe(&r->ring);
 	io_uring_prep_close_direct(sqe, i);
@@ -44,6 +49,7 @@ static bool io_ring_read_cqe(struct io_ring *r, unsigned i, unsigned step, int r
 {
 	struct io_ring_page *pg = &r->pages[i];
 	struct io_read_req *q = pg->q;
+	res = io_ring_res(pg, step, res);
 	if (step == IO_STEP_OPEN) {
 		/* A failed open cancels read and close without a CQE; nothing is
 		 * open. (A successful open posts nothing.) */

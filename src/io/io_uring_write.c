@@ -32,6 +32,7 @@ static void io_ring_prep_write(struct io_ring *r, unsigned i, const struct io_wr
 	}
 	pg->sqe_first = r->ring.sq.sqe_tail;
 	pg->sqe_count = first ? 4 : 3;
+	pg->inject = 0;
 	struct io_uring_sqe *sqe;
 	if (first) {
 		/* openat2 copies the how at submission: *how stays valid. */
@@ -40,19 +41,23 @@ static void io_ring_prep_write(struct io_ring *r, unsigned i, const struct io_wr
 			.flags = O_CREAT | O_EXCL | O_WRONLY | (q->direct ? O_DIRECT : 0),
 			.mode = q->mode ? q->mode : 0600,
 			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS};
-		io_uring_prep_openat2_direct(sqe, q->dirfd, q->tmp_name, &pg->how, i);
+		int dirfd = io_ring_inject(pg, HC_FAULT_OPEN, IO_STEP_OPEN) ? -1 : q->dirfd;
+		io_uring_prep_openat2_direct(sqe, dirfd, q->tmp_name, &pg->how, i);
 		io_sqe_finish(sqe, io_ud(r, i, IO_STEP_OPEN),
 			      IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS);
 	}
 	sqe = io_uring_get_sqe(&r->ring);
-	io_uring_prep_writev(sqe, (int)i, iov, cnt, pg->done);
+	/* Slot depth is past the table: -EBADF (fault injection). */
+	unsigned slot = io_ring_inject(pg, HC_FAULT_WRITE, IO_STEP_RW) ? r->depth : i;
+	io_uring_prep_writev(sqe, (int)slot, iov, cnt, pg->done);
 	io_sqe_finish(sqe, io_ud(r, i, IO_STEP_RW),
 		      IOSQE_IO_LINK | IOSQE_FIXED_FILE | IOSQE_CQE_SKIP_SUCCESS);
 	sqe = io_uring_get_sqe(&r->ring);
 	io_uring_prep_close_direct(sqe, i);
 	io_sqe_finish(sqe, io_ud(r, i, IO_STEP_CLOSE), IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS);
 	sqe = io_uring_get_sqe(&r->ring);
-	io_uring_prep_renameat(sqe, q->dirfd, q->tmp_name, q->dirfd, q->final_name,
+	int olddir = io_ring_inject(pg, HC_FAULT_RENAME, IO_STEP_RENAME) ? -1 : q->dirfd;
+	io_uring_prep_renameat(sqe, olddir, q->tmp_name, q->dirfd, q->final_name,
 			       q->noreplace ? RENAME_NOREPLACE : 0);
 	io_sqe_finish(sqe, io_ud(r, i, IO_STEP_RENAME), 0);
 	pg->state = IO_PG_RUN;
@@ -75,6 +80,7 @@ static void io_ring_write_cqe(struct io_ring *r, unsigned i, unsigned step, int 
 	} else {
 		/* A write CQE with res >= 0 here wrote nothing or (never seen)
 		 * posted a full count: neither can make progress. */
+		res = io_ring_res(pg, step, res);
 		if (step == IO_STEP_OPEN && res == -EEXIST) {
 			/* The temp name, not the final name: another writer's
 			 * file, never removed. (Other open failures may have
@@ -130,7 +136,7 @@ static void io_ring_write_ahead(struct io_ring *r, struct io_stream *st, unsigne
 		st->ready_head = 0;
 	}
 	if (!st->ready) {
-		st->ready = malloc(r->depth * sizeof(*st->ready));
+		st->ready = hc_fault_malloc(r->depth * sizeof(*st->ready));
 		if (!st->ready)
 			return;
 		st->ready_cap = r->depth;

@@ -31,6 +31,7 @@
  */
 #define _GNU_SOURCE
 #include "store/store_internal.h"
+#include "util/opts.h"
 #include "util/util.h"
 
 #include <hicache/config.h>
@@ -43,13 +44,9 @@
 
 void hc_store_opts_init(struct hc_store_opts *o, size_t size)
 {
-	if (!o)
-		return;
-	struct hc_store_opts d = {.struct_size = sizeof(d), .backend = "file", .tp_size = 1};
-	if (size > sizeof(d))
-		size = sizeof(d);
-	memcpy(o, &d, size);
-	o->struct_size = size;
+	static const struct hc_store_opts d = {
+		.struct_size = sizeof(d), .backend = "file", .tp_size = 1};
+	util_opts_init(o, size, &d, sizeof(d));
 }
 
 void hc_store_close(struct hc_store *st)
@@ -79,14 +76,19 @@ void hc_store_close(struct hc_store *st)
 	free(st);
 }
 
-int hc_store_open(const struct hc_store_opts *o, struct hc_store **out)
+int hc_store_open(const struct hc_store_opts *opts, struct hc_store **out)
 {
-	if (!o || !out)
-		return util_fail(-EINVAL, "hc_store_open: NULL argument");
+	if (!out)
+		return util_fail(-EINVAL, "hc_store_open: out is NULL");
 	*out = NULL;
-	if (o->struct_size < offsetof(struct hc_store_opts, force_bounce) + sizeof(bool))
-		return util_fail(-EINVAL, "hc_store_open: opts.struct_size %zu is too small "
-				 "(call hc_store_opts_init)", o->struct_size);
+	/* A caller's struct of any older size: the fields it lacks keep their
+	 * defaults (util/opts.h). */
+	struct hc_store_opts loaded;
+	hc_store_opts_init(&loaded, sizeof(loaded));
+	int lrc = util_opts_load(&loaded, sizeof(loaded), opts, "hc_store_open: opts");
+	if (lrc)
+		return lrc;
+	const struct hc_store_opts *o = &loaded;
 	const char *backend = o->backend ? o->backend : "file";
 	const struct store_backend_ops *ops = NULL;
 	if (!strcmp(backend, "file"))

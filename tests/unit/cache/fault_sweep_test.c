@@ -197,7 +197,7 @@ static uint64_t round_trip(enum kind kind, enum hc_fault_kind fk, uint64_t nth)
 static void sweep(enum kind kind)
 {
 	static const char *const engines[] = {"threads", "uring"};
-	for (int e = 0; e < 1; e++) { /* io_uring: no fault points yet */
+	for (int e = 0; e < 2; e++) {
 		engine = engines[e];
 		st_mkdtemp(dir);
 		if (e == 1 && setenv("HICACHE_IO_ENGINE", "uring", 1) == 0 && st_engine_check()) {

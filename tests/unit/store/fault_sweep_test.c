@@ -220,12 +220,6 @@ int main(void)
 	int rc = st_engine_check();
 	if (rc)
 		return rc;
-	const char *eng = getenv("HICACHE_IO_ENGINE");
-	if (eng && !strcmp(eng, "uring")) {
-		/* The io_uring engine has no open/write/read/rename fault points yet. */
-		fprintf(stderr, "io_uring engine has no fault points yet: skipped\n");
-		return TEST_SKIP_CODE;
-	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sweep_mha),
 		cmocka_unit_test(sweep_mla),
