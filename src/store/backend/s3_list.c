@@ -273,7 +273,7 @@ static int list_all(struct s3_be *be, struct s3_listing *l, uint64_t *foreign)
 	return list_under(be, l, foreign, false);
 }
 
-bool s3_is_url(const char *s)
+static bool s3_is_url(const char *s)
 {
 	return s && !strncmp(s, "s3://", 5);
 }
@@ -418,6 +418,19 @@ out:
 	s3_listing_free(&l);
 	s3_close(be);
 	return rc;
+}
+
+int s3_tool_ls_at(const char *const *locs, size_t n, struct hc_ls_report *out)
+{
+	(void)n;
+	return s3_tool_ls(locs[0], out);
+}
+
+int s3_tool_gc_at(const char *const *locs, size_t n, uint64_t capacity_bytes,
+		  uint64_t *removed_pages, uint64_t *removed_bytes)
+{
+	(void)n;
+	return s3_tool_gc(locs[0], capacity_bytes, removed_pages, removed_bytes);
 }
 
 /* ---- clear ---- */
