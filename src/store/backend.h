@@ -13,6 +13,8 @@
 #include <sys/uio.h>
 
 struct hc_config;
+struct hc_fsck_report;
+struct hc_ls_report;
 struct hc_store_cleaner_stats;
 
 /* One object of a batch. */
@@ -88,10 +90,30 @@ struct store_backend_ops {
 	int64_t (*remove_matching)(void *be, bool (*match)(const char *name, void *arg), void *arg);
 	/* The backend's cleaner counters (whole struct). NULL = none (zeros). */
 	void (*cleaner_stats)(void *be, struct hc_store_cleaner_stats *out);
+
+	/* The offline tools (hc_file_ls, hc_file_gc, hc_file_fsck: no open
+	 * store, no geometry) over locations the backend owns: one URL that
+	 * starts with url_scheme, or, for the default backend (backend.c),
+	 * base directories. Each NULL = the backend has no such tool (the
+	 * call fails -ENOTSUP naming the backend). */
+	const char *url_scheme; /* "s3://"; NULL = none */
+	int (*ls)(const char *const *locs, size_t n, struct hc_ls_report *out);
+	int (*gc)(const char *const *locs, size_t n, uint64_t capacity_bytes,
+		  uint64_t *removed_pages, uint64_t *removed_bytes);
+	int (*fsck)(const char *const *locs, size_t n, bool repair, struct hc_fsck_report *out);
 };
 
 extern const struct store_backend_ops store_file_ops;
 extern const struct store_backend_ops store_mem_ops;
 extern const struct store_backend_ops store_s3_ops;
+
+/* The backend named name (NULL: the default), or -EINVAL naming the
+ * backends there are. */
+int store_backend_by_name(const char *name, const struct store_backend_ops **out);
+/* The backend that owns locations locs[0, n) (all non-NULL): the one whose
+ * url_scheme starts one of them, which must then be the only one (else
+ * -EINVAL, what naming the call), or the default. */
+int store_backend_by_location(const char *const *locs, size_t n, const char *what,
+			      const struct store_backend_ops **out);
 
 #endif

@@ -392,4 +392,7 @@ const struct store_backend_ops store_file_ops = {
 	.remove = file_remove,
 	.remove_matching = file_remove_matching,
 	.cleaner_stats = file_cleaner_stats,
+	.ls = file_tool_ls,
+	.gc = file_tool_gc,
+	.fsck = file_tool_fsck,
 };

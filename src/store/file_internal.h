@@ -5,6 +5,7 @@
  *   file_io.c       put, get, feeds, exists, remove through the io engine
  *   file_cleaner.c  the capacity and watermark cleaner thread
  *   file_clear.c    remove_matching (hc_store_clear)
+ *   file_tools.c    the offline tools: fsck, ls, gc (ops entries)
  */
 #ifndef HC_SRC_STORE_FILE_INTERNAL_H
 #define HC_SRC_STORE_FILE_INTERNAL_H
@@ -75,5 +76,11 @@ void file_cleaner_stats(void *p, struct hc_store_cleaner_stats *out);
 
 int64_t file_remove_matching(void *p, bool (*match)(const char *name, void *arg),
 			     void *arg);
+
+/* The offline tools (ops entries; file_tools.c): over base dirs. */
+int file_tool_fsck(const char *const *dirs, size_t ndirs, bool repair, struct hc_fsck_report *out);
+int file_tool_ls(const char *const *dirs, size_t ndirs, struct hc_ls_report *out);
+int file_tool_gc(const char *const *dirs, size_t ndirs, uint64_t capacity_bytes,
+		 uint64_t *removed_pages, uint64_t *removed_bytes);
 
 #endif

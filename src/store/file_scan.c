@@ -1,8 +1,9 @@
 /* Directory scans of a file store. One pass over <dir>/<bucket>/ entries
  * collects objects and temp files; eviction groups objects by page key
- * (the 64 hex digits every physical name starts with). */
+ * (the 64 hex digits every physical name starts with; store/page_plan.h). */
 #define _GNU_SOURCE
 #include "store/file_scan.h"
+#include "store/page_plan.h"
 #include "util/util.h"
 
 #include <dirent.h>
@@ -280,16 +281,20 @@ uint64_t file_scan_pages(const struct file_scan *s)
 	return pages;
 }
 
-struct page_group {
-	size_t first, count;
-	int64_t newest_ns;
-	uint64_t bytes;
-};
-
-static int by_age(const void *a, const void *b)
+static bool scan_same_page(const void *arg, size_t first, size_t i)
 {
-	const struct page_group *x = a, *y = b;
-	return (x->newest_ns > y->newest_ns) - (x->newest_ns < y->newest_ns);
+	const struct scan_obj *o = arg;
+	return !memcmp(o[i].name, o[first].name, HEX_LEN);
+}
+
+static uint64_t scan_bytes(const void *arg, size_t i)
+{
+	return ((const struct scan_obj *)arg)[i].bytes;
+}
+
+static int64_t scan_mtime(const void *arg, size_t i)
+{
+	return ((const struct scan_obj *)arg)[i].mtime_ns;
 }
 
 /* What one eviction stops on: the scanned bytes down to target, or (with
@@ -326,22 +331,14 @@ static bool page_helps(const struct file_scan *s, const struct evict_goal *goal,
 static int evict(struct file_scan *s, const struct evict_goal *goal, uint64_t *pages_out,
 		 uint64_t *bytes_out)
 {
-	uint64_t npages = file_scan_pages(s); /* also sorts objects by page */
-	struct page_group *g = calloc(npages ? npages : 1, sizeof(*g));
-	if (!g)
-		return -ENOMEM;
-	size_t k = 0;
-	for (size_t i = 0; i < s->nobjs; i++) {
-		if (i == 0 || memcmp(s->objs[i].name, s->objs[i - 1].name, HEX_LEN)) {
-			g[k++] = (struct page_group){.first = i};
-		}
-		struct page_group *cur = &g[k - 1];
-		cur->count++;
-		cur->bytes += s->objs[i].bytes;
-		if (s->objs[i].mtime_ns > cur->newest_ns)
-			cur->newest_ns = s->objs[i].mtime_ns;
-	}
-	qsort(g, k, sizeof(*g), by_age);
+	file_scan_pages(s); /* sorts objects by page */
+	const struct page_objs objs = {.arg = s->objs, .n = s->nobjs, .same_page = scan_same_page,
+				       .bytes = scan_bytes, .mtime_ns = scan_mtime};
+	struct page_group *g;
+	size_t k;
+	int rc = page_plan(&objs, &g, &k);
+	if (rc)
+		return rc;
 	uint64_t total = s->object_bytes, pages = 0, bytes = 0;
 	for (size_t i = 0; i < k && !goal_met(goal, total); i++) {
 		if (!page_helps(s, goal, &g[i]))

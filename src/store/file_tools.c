@@ -1,11 +1,11 @@
-/* Offline tools over a file store's directories: fsck, ls, gc. They need
- * no open store and no geometry: every object describes itself in its
- * trailer (store/format.h). ls and gc also take one "s3://bucket/prefix"
- * URL in place of the directories (store/s3.h). */
+/* The file backend's offline tools over a store's directories: fsck, ls,
+ * gc (its ops entries; store/tools.c checks the arguments). They need no
+ * open store and no geometry: every object describes itself in its
+ * trailer (store/format.h). */
 #define _GNU_SOURCE
+#include "store/file_internal.h"
 #include "store/file_scan.h"
 #include "store/format.h"
-#include "store/s3.h"
 #include "util/util.h"
 
 #include <hicache/key.h>
@@ -20,30 +20,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
-
-static int check_args(const char *const *dirs, size_t ndirs, const void *out, const char *what)
-{
-	if (!dirs || ndirs == 0 || !out)
-		return util_fail(-EINVAL, "%s: no directories or NULL output", what);
-	for (size_t i = 0; i < ndirs; i++)
-		if (!dirs[i] || !*dirs[i])
-			return util_fail(-EINVAL, "%s: directory %zu is empty", what, i);
-	return 0;
-}
-
-/* One s3:// URL alone, or directories only. Returns 1 for a URL, 0 for
- * directories, or -EINVAL. */
-static int s3_target(const char *const *dirs, size_t ndirs, const char *what)
-{
-	bool any = false;
-	for (size_t i = 0; i < ndirs; i++)
-		any = any || s3_is_url(dirs[i]);
-	if (!any)
-		return 0;
-	if (ndirs != 1)
-		return util_fail(-EINVAL, "%s: an s3:// URL must be the only location given", what);
-	return 1;
-}
 
 /* Where an object's name routes it: its bucket in its base dir. */
 static bool placed_right(const struct scan_obj *o, size_t ndirs)
@@ -106,14 +82,11 @@ static enum verdict check_object(int bfd, const struct scan_obj *o, struct stat 
 	return V_CORRUPT;
 }
 
-int hc_file_fsck(const char *const *dirs, size_t ndirs, bool repair, struct hc_fsck_report *out)
+int file_tool_fsck(const char *const *dirs, size_t ndirs, bool repair, struct hc_fsck_report *out)
 {
-	int rc = check_args(dirs, ndirs, out, "hc_file_fsck");
-	if (rc)
-		return rc;
 	memset(out, 0, sizeof(*out));
 	struct file_scan s;
-	rc = file_scan_dirs(dirs, ndirs, &s);
+	int rc = file_scan_dirs(dirs, ndirs, &s);
 	if (rc)
 		return rc;
 	char path[PATH_MAX];
@@ -176,16 +149,10 @@ int hc_file_fsck(const char *const *dirs, size_t ndirs, bool repair, struct hc_f
 	return rc;
 }
 
-int hc_file_ls(const char *const *dirs, size_t ndirs, struct hc_ls_report *out)
+int file_tool_ls(const char *const *dirs, size_t ndirs, struct hc_ls_report *out)
 {
-	int rc = check_args(dirs, ndirs, out, "hc_file_ls");
-	if (rc)
-		return rc;
-	rc = s3_target(dirs, ndirs, "hc_file_ls");
-	if (rc)
-		return rc < 0 ? rc : s3_tool_ls(dirs[0], out);
 	struct file_scan s;
-	rc = file_scan_dirs(dirs, ndirs, &s);
+	int rc = file_scan_dirs(dirs, ndirs, &s);
 	if (rc)
 		return rc;
 	*out = (struct hc_ls_report){
@@ -199,17 +166,11 @@ int hc_file_ls(const char *const *dirs, size_t ndirs, struct hc_ls_report *out)
 	return 0;
 }
 
-int hc_file_gc(const char *const *dirs, size_t ndirs, uint64_t capacity_bytes,
-	       uint64_t *removed_pages, uint64_t *removed_bytes)
+int file_tool_gc(const char *const *dirs, size_t ndirs, uint64_t capacity_bytes,
+		 uint64_t *removed_pages, uint64_t *removed_bytes)
 {
-	int rc = check_args(dirs, ndirs, dirs, "hc_file_gc");
-	if (rc)
-		return rc;
-	rc = s3_target(dirs, ndirs, "hc_file_gc");
-	if (rc)
-		return rc < 0 ? rc : s3_tool_gc(dirs[0], capacity_bytes, removed_pages, removed_bytes);
 	struct file_scan s;
-	rc = file_scan_dirs(dirs, ndirs, &s);
+	int rc = file_scan_dirs(dirs, ndirs, &s);
 	if (rc)
 		return rc;
 	rc = file_scan_evict(&s, capacity_bytes, removed_pages, removed_bytes);

@@ -1,5 +1,6 @@
 /*
- * The store core: opening and closing a store over a backend ops table.
+ * The store core: opening and closing a store over a backend ops table
+ * (found by name in store/backend.c).
  * The rest of the core is in the files store_internal.h lists; this
  * comment is the data path through them.
  *
@@ -89,16 +90,10 @@ int hc_store_open(const struct hc_store_opts *opts, struct hc_store **out)
 	if (lrc)
 		return lrc;
 	const struct hc_store_opts *o = &loaded;
-	const char *backend = o->backend ? o->backend : "file";
 	const struct store_backend_ops *ops = NULL;
-	if (!strcmp(backend, "file"))
-		ops = &store_file_ops;
-	else if (!strcmp(backend, "mem"))
-		ops = &store_mem_ops;
-	else if (!strcmp(backend, "s3"))
-		ops = &store_s3_ops;
-	else
-		return util_fail(-EINVAL, "store: unknown backend '%s' (file, mem or s3)", backend);
+	int rc = store_backend_by_name(o->backend, &ops);
+	if (rc)
+		return rc;
 	if (o->tp_size == 0 || o->tp_rank >= o->tp_size)
 		return util_fail(-EINVAL, "store: tp_rank %u must be below tp_size %u", o->tp_rank,
 				 o->tp_size);
@@ -115,7 +110,7 @@ int hc_store_open(const struct hc_store_opts *opts, struct hc_store **out)
 	st->ops = ops;
 	st->tp_rank = o->tp_rank;
 	st->force_bounce = o->force_bounce;
-	int rc = hc_key_suffix(o->model, o->tp_rank, o->tp_size, false, st->suffix_rank,
+	rc = hc_key_suffix(o->model, o->tp_rank, o->tp_size, false, st->suffix_rank,
 			       sizeof(st->suffix_rank));
 	if (rc >= 0)
 		rc = hc_key_suffix(o->model, o->tp_rank, o->tp_size, true, st->suffix_shared,

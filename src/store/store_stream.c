@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "store/store_internal.h"
+#include "util/hashset.h"
 #include "util/util.h"
 
 #include <errno.h>
@@ -72,6 +73,17 @@ static size_t page_hash(const struct entry *e)
 	return h;
 }
 
+/* Elements of the live-entry set: const struct entry pointers. */
+static size_t entry_hash(const void *e)
+{
+	return page_hash(*(const struct entry *const *)e);
+}
+
+static bool entry_eq(const void *a, const void *b)
+{
+	return same_page(*(const struct entry *const *)a, *(const struct entry *const *)b);
+}
+
 /* Whether op o sets a page (pool and key) that a live op sets too. Both
  * objects would be written at once, and which one stays (page by page,
  * even object by object) would be the race's: o waits for a stream after
@@ -83,27 +95,24 @@ static bool keys_overlap(const struct hc_store_op *live, const struct hc_store_o
 		before += p->ne;
 	if (!before)
 		return false;
-	/* Open addressing over the live keys; 2x room, at least 64 slots. */
+	/* A set of the live entries; 2x room, at least 64 slots. */
 	size_t cap = 64;
 	while (cap < 2 * before)
 		cap <<= 1;
-	const struct entry **slot = calloc(cap, sizeof(*slot));
-	if (!slot)
+	struct hashset set;
+	if (hashset_init(&set, sizeof(const struct entry *), cap, entry_hash, entry_eq))
 		return true; /* waiting is always correct */
 	bool hit = false;
-	for (const struct hc_store_op *p = live; p; p = p->live_next)
-		for (size_t i = 0; i < p->ne; i++) {
-			size_t h = page_hash(&p->e[i]);
-			for (h &= cap - 1; slot[h] && !same_page(slot[h], &p->e[i]); h = (h + 1) & (cap - 1))
-				;
-			slot[h] = &p->e[i];
+	for (const struct hc_store_op *p = live; p && !hit; p = p->live_next)
+		for (size_t i = 0; i < p->ne && !hit; i++) {
+			const struct entry *e = &p->e[i];
+			hit = hashset_add(&set, &e) != 0; /* no room: wait */
 		}
 	for (size_t i = 0; i < o->ne && !hit; i++) {
-		size_t h = page_hash(&o->e[i]);
-		for (h &= cap - 1; slot[h] && !hit; h = (h + 1) & (cap - 1))
-			hit = same_page(slot[h], &o->e[i]);
+		const struct entry *e = &o->e[i];
+		hit = hashset_has(&set, &e);
 	}
-	free(slot);
+	hashset_free(&set);
 	return hit;
 }
 

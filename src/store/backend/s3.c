@@ -47,6 +47,7 @@
  */
 #define _GNU_SOURCE
 #include "store/backend/s3_internal.h"
+#include "store/s3.h"
 #include "util/util.h"
 
 #include <hicache/config.h>
@@ -260,4 +261,7 @@ const struct store_backend_ops store_s3_ops = {
 	.exists = s3_exists,
 	.remove = s3_remove,
 	.remove_matching = s3_remove_matching,
+	.url_scheme = "s3://",
+	.ls = s3_tool_ls_at,
+	.gc = s3_tool_gc_at,
 };

@@ -3,6 +3,7 @@
  * remove_matching (see s3.c for the design). */
 #define _GNU_SOURCE
 #include "store/backend/s3_internal.h"
+#include "store/page_plan.h"
 #include "store/s3.h"
 #include "util/util.h"
 
@@ -273,7 +274,7 @@ static int list_all(struct s3_be *be, struct s3_listing *l, uint64_t *foreign)
 	return list_under(be, l, foreign, false);
 }
 
-bool s3_is_url(const char *s)
+static bool s3_is_url(const char *s)
 {
 	return s && !strncmp(s, "s3://", 5);
 }
@@ -337,16 +338,21 @@ int s3_tool_ls(const char *url, struct hc_ls_report *out)
 	return rc;
 }
 
-struct s3_page {
-	size_t first, count; /* objects [first, first + count) of the listing */
-	uint64_t bytes;
-	int64_t age_ns;
-};
-
-static int page_cmp(const void *x, const void *y)
+/* Listings come sorted by key, so a page's objects are adjacent. */
+static bool listed_same_page(const void *arg, size_t first, size_t i)
 {
-	const struct s3_page *a = x, *b = y;
-	return (a->age_ns > b->age_ns) - (a->age_ns < b->age_ns);
+	const struct s3_listed *o = arg;
+	return !strncmp(o[first].name, o[i].name, o[i].page_len);
+}
+
+static uint64_t listed_bytes(const void *arg, size_t i)
+{
+	return ((const struct s3_listed *)arg)[i].bytes;
+}
+
+static int64_t listed_mtime(const void *arg, size_t i)
+{
+	return ((const struct s3_listed *)arg)[i].mtime_ns;
 }
 
 int s3_tool_gc(const char *url, uint64_t capacity_bytes, uint64_t *removed_pages,
@@ -363,35 +369,24 @@ int s3_tool_gc(const char *url, uint64_t capacity_bytes, uint64_t *removed_pages
 		s3_close(be);
 		return rc;
 	}
-	struct s3_page *pages = malloc((l.n ? l.n : 1) * sizeof(*pages));
-	struct store_obj *objs = malloc((l.n ? l.n : 1) * sizeof(*objs));
+	const struct page_objs listed = {.arg = l.objs, .n = l.n, .same_page = listed_same_page,
+					 .bytes = listed_bytes, .mtime_ns = listed_mtime};
+	struct page_group *pages = NULL;
 	size_t np = 0;
-	if (!pages || !objs) {
+	struct store_obj *objs = malloc((l.n ? l.n : 1) * sizeof(*objs));
+	if (!objs || page_plan(&listed, &pages, &np)) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < l.n; i++) {
-		if (!np ||
-		    strncmp(l.objs[pages[np - 1].first].name, l.objs[i].name, l.objs[i].page_len))
-			pages[np++] = (struct s3_page){.first = i};
-		struct s3_page *pg = &pages[np - 1];
-		pg->count++;
-		pg->bytes += l.objs[i].bytes;
-		if (l.objs[i].mtime_ns > pg->age_ns)
-			pg->age_ns = l.objs[i].mtime_ns;
-	}
-	qsort(pages, np, sizeof(*pages), page_cmp);
 	/* The oldest pages whose removal brings the total to the cap. */
-	uint64_t total = l.bytes;
-	size_t nobj = 0, npages = 0;
-	for (size_t p = 0; p < np && total > capacity_bytes; p++, npages++) {
+	size_t nobj = 0, npages = page_plan_cut(pages, np, l.bytes, capacity_bytes);
+	for (size_t p = 0; p < npages; p++) {
 		for (size_t i = 0; i < pages[p].count; i++) {
 			const struct s3_listed *o = &l.objs[pages[p].first + i];
 			objs[nobj++] = (struct store_obj){.name = o->name,
 							  .len = o->bytes,
 							  .result = -EIO};
 		}
-		total -= pages[p].bytes;
 	}
 	rc = s3_remove(be, objs, nobj);
 	for (size_t p = 0, k = 0; !rc && p < npages; p++) {
@@ -418,6 +413,19 @@ out:
 	s3_listing_free(&l);
 	s3_close(be);
 	return rc;
+}
+
+int s3_tool_ls_at(const char *const *locs, size_t n, struct hc_ls_report *out)
+{
+	(void)n;
+	return s3_tool_ls(locs[0], out);
+}
+
+int s3_tool_gc_at(const char *const *locs, size_t n, uint64_t capacity_bytes,
+		  uint64_t *removed_pages, uint64_t *removed_bytes)
+{
+	(void)n;
+	return s3_tool_gc(locs[0], capacity_bytes, removed_pages, removed_bytes);
 }
 
 /* ---- clear ---- */

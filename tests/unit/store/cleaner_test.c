@@ -511,6 +511,15 @@ static void test_gc_and_ls(void **state)
 	/* Bad arguments. */
 	assert_int_equal(hc_file_gc(NULL, 1, 0, NULL, NULL), -EINVAL);
 	assert_int_equal(hc_file_ls(dirs, 0, &ls), -EINVAL);
+	/* The backend is found by location: an s3:// URL goes to the s3
+	 * backend, which has no offline fsck (refused before any request),
+	 * and must be the only location. */
+	const char *url[] = {"s3://bucket/prefix/", dir};
+	assert_int_equal(hc_file_fsck(url, 1, false, &f), -ENOTSUP);
+	assert_non_null(strstr(hc_last_error(), "s3 backend has no offline fsck"));
+	assert_int_equal(hc_file_ls(url, 2, &ls), -EINVAL);
+	assert_non_null(strstr(hc_last_error(), "only location"));
+	assert_int_equal(hc_file_fsck(url, 2, false, &f), -EINVAL);
 	hc_store_close(st);
 	hc_pool_destroy(pool);
 	free(scratch);
