@@ -37,8 +37,11 @@ void replay_usage(FILE *out)
 		"      --l2-tokens N|unlimited   host capacity (default 4000000); write-through\n"
 		"                           keeps device pages on host too, so L2 should be\n"
 		"                           larger than L1 to add anything\n"
-		"      --l3 none|mem|file:DIR    L3 store (default file:<temporary dir>, removed\n"
-		"                           at exit)\n"
+		"      --l3 none|mem|file:DIR|s3[://BUCKET[/PREFIX]]\n"
+		"                           L3 store (default file:<temporary dir>, removed\n"
+		"                           at exit); s3 takes what is not given from the\n"
+		"                           config (HICACHE_S3_ENDPOINT, AWS_DEFAULT_BUCKET,\n"
+		"                           HICACHE_S3_PREFIX, AWS_ACCESS_KEY_ID, ...)\n"
 		"      --kv-bytes-per-token N    KV bytes per token, even (default 128: 2 layers\n"
 		"                           of 64 bytes)\n"
 		"      --prefill-tokens-per-s R  modelled prefill rate (default 10000)\n"
@@ -59,6 +62,9 @@ void replay_usage(FILE *out)
 		"                           (timed schedule only)\n"
 		"      --seed S             --router random's seed (default 1)\n"
 		"      --l3-tokens N|unlimited   the (shared) L3's capacity (default unlimited)\n"
+		"      --processes          each instance its own OS process, sharing the L3\n"
+		"                           (file:DIR or s3) for real; a request's L3 writes\n"
+		"                           are published before the next request starts\n"
 		"      --json               print one JSON object\n"
 		"  -h, --help               print this help and exit\n"
 		"\n"
@@ -105,6 +111,7 @@ enum {
 	OPT_ROUTER,
 	OPT_SEED,
 	OPT_L3_TOKENS,
+	OPT_PROCESSES,
 };
 
 int replay_parse_args(int argc, char **argv, struct replay_args *a)
@@ -132,6 +139,7 @@ int replay_parse_args(int argc, char **argv, struct replay_args *a)
 		{"router", required_argument, NULL, OPT_ROUTER},
 		{"seed", required_argument, NULL, OPT_SEED},
 		{"l3-tokens", required_argument, NULL, OPT_L3_TOKENS},
+		{"processes", no_argument, NULL, OPT_PROCESSES},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -155,6 +163,9 @@ int replay_parse_args(int argc, char **argv, struct replay_args *a)
 		case OPT_MULTITURN:
 			a->multiturn = true;
 			break;
+		case OPT_PROCESSES:
+			a->processes = true;
+			break;
 		case OPT_PAGE_TOKENS:
 			if (!cli_parse_u64(arg, 1, 1u << 20, &v))
 				return bad_value("page-tokens", arg, "a number in 1..1048576");
@@ -177,8 +188,23 @@ int replay_parse_args(int argc, char **argv, struct replay_args *a)
 			} else if (!strncmp(arg, "file:", 5) && arg[5]) {
 				a->l3 = L3_FILE;
 				a->l3_dir = arg + 5;
+			} else if (!strcmp(arg, "s3")) {
+				a->l3 = L3_S3;
+			} else if (!strncmp(arg, "s3://", 5) && arg[5] && arg[5] != '/') {
+				/* s3://BUCKET[/PREFIX]: the bucket's name ends at '/'. */
+				static char bucket[256];
+				const char *slash = strchr(arg + 5, '/');
+				size_t len = slash ? (size_t)(slash - arg - 5) : strlen(arg + 5);
+				if (len >= sizeof(bucket))
+					return bad_value("l3", arg, "an s3:// URL with a bucket name "
+								    "under 256 bytes");
+				memcpy(bucket, arg + 5, len);
+				bucket[len] = 0;
+				a->l3 = L3_S3;
+				a->s3_bucket = bucket;
+				a->s3_prefix = slash && slash[1] ? slash + 1 : NULL;
 			} else {
-				return bad_value("l3", arg, "none, mem or file:DIR");
+				return bad_value("l3", arg, "none, mem, file:DIR or s3[://BUCKET[/PREFIX]]");
 			}
 			break;
 		case OPT_KV_BYTES:

@@ -46,14 +46,25 @@ int fleet_check_args(const struct replay_args *a)
 	if (a->router == ROUTER_TTFT && a->sequential)
 		why = "--router ttft needs the timed schedule (its estimate is a queue wait): "
 		      "drop --sequential";
+	else if (a->processes && a->l3 == L3_MEM)
+		why = "--processes with --l3 mem: a mem store lives inside one process and "
+		      "cannot be shared; use --l3 file:DIR (or the default temporary dir), "
+		      "--l3 s3 or --l3 none";
 	else if (a->instances > 1 && !a->no_data && a->l3 == L3_MEM)
 		why = "--instances > 1 in data mode shares the L3 through a directory: use "
-		      "--l3 file:DIR (or the default temporary dir) or --l3 none; a mem store "
-		      "serves one cache";
+		      "--l3 file:DIR (or the default temporary dir), --l3 s3 or --l3 none; a mem "
+		      "store serves one cache";
 	else if (fleet_l3_emulated(a) && a->mamba_bytes)
 		why = "--mamba-bytes with --no-data and a shared or capped L3 (--instances > 1 "
 		      "or --l3-tokens): the replay's L3 key set holds pages, not states; use "
 		      "data mode or --l3 none";
+	else if (a->processes && fleet_l3_emulated(a))
+		why = "--processes with --no-data and a shared or capped L3 (--instances > 1 "
+		      "or --l3-tokens): that L3 is a key set inside the replay, not a store the "
+		      "processes share; drop --no-data (data mode) or use --l3 none";
+	else if (a->l3_tokens && a->l3 == L3_S3)
+		why = "--l3-tokens with --l3 s3: a bucket has no capacity here; cap it with "
+		      "hicache gc, or use --l3 file:DIR";
 	else if (a->l3_tokens && a->l3 == L3_NONE)
 		why = "--l3-tokens with --l3 none: there is no L3 to cap";
 	else if (a->l3_tokens && a->l3_tokens < a->page_tokens)

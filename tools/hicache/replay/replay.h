@@ -66,7 +66,7 @@
 #define MODEL_H2D_BPS 20e9
 #define MODEL_L3_BPS 5e9
 
-enum l3_kind { L3_NONE, L3_MEM, L3_FILE };
+enum l3_kind { L3_NONE, L3_MEM, L3_FILE, L3_S3 };
 enum router { ROUTER_RR, ROUTER_RANDOM, ROUTER_PREFIX, ROUTER_TTFT };
 #define REPLAY_MAX_INSTANCES 1024u
 
@@ -82,6 +82,7 @@ struct replay_args {
 	uint64_t l1_tokens, l2_tokens; /* UINT64_MAX: unlimited */
 	enum l3_kind l3;
 	const char *l3_dir; /* L3_FILE; NULL: a temporary dir */
+	const char *s3_bucket, *s3_prefix; /* L3_S3 s3://BUCKET/PREFIX; NULL: config */
 	uint64_t kv_bytes;  /* per token, all layers */
 	double prefill_tps;
 	uint64_t clients, rounds, request_tokens, output_tokens;
@@ -93,6 +94,7 @@ struct replay_args {
 	enum router router;
 	uint64_t seed;      /* --router random */
 	uint64_t l3_tokens; /* shared L3 capacity; 0: unlimited */
+	bool processes;     /* each instance its own OS process (procs.c) */
 };
 
 /* One request: either trace blocks or a prefix of a multi-turn stream. */
@@ -179,6 +181,7 @@ struct flight {
 	uint64_t dev_pages; /* baseline: device pages it holds while in flight */
 	uint64_t put_from;  /* fleet L3: pages [put_from, full) are its L3 writes */
 	uint64_t *keys;     /* fleet L3: the request's page keys (NULL: none kept) */
+	uint64_t l3_from, l3_pages; /* pages [l3_from, +l3_pages) came from L3 */
 	double done_at;
 };
 
@@ -244,6 +247,9 @@ struct sim {
 	uint32_t *rtok;   /* its tokens */
 	double *est;      /* ttft router: estimated service of each request */
 	double now;
+	/* --processes: the instances' caches live in child processes; the
+	 * sim here routes and keeps time, sim_start/sim_finish ask them. */
+	struct procs *procs;
 };
 
 /* tokens.c */
@@ -286,6 +292,29 @@ int replay_baseline(const struct replay_args *a, const struct workload *w, uint6
 /* request.c: one request's start and end on an instance (see sim.c). */
 int sim_start(struct sim *s, struct inst *in, size_t i, struct flight *f);
 int sim_finish(struct sim *s, struct inst *in, struct flight *f);
+
+/* The parent's share of a request's start and end: the fleet L3 set's
+ * reads (after a start) and writes (at the end). */
+void sim_l3_read(struct sim *s, struct inst *in, struct flight *f);
+int sim_l3_publish(struct sim *s, struct inst *in, struct flight *f);
+
+/* run.c: one store handle on the configured L3 (a->l3_dir resolved), and
+ * one instance's cache on it (store NULL: no L3). 0 or -errno (said). */
+int replay_open_store(const struct replay_args *a, struct hc_store **out);
+int replay_open_cache(const struct replay_args *a, uint64_t l1, uint64_t l2,
+		      struct hc_store *store, struct hc_cache **out);
+
+/* procs.c: --processes. procs_spawn() forks one child per instance of s
+ * (each opens its own store when with_l3, and its cache); procs_collect()
+ * ends them and adds their counters and cache stats into s->res and *st;
+ * procs_free() closes what is left and reaps every child (also after an
+ * error: a child ends when its socket closes or its parent dies). */
+struct procs;
+int procs_spawn(struct sim *s, uint64_t l1, uint64_t l2, bool with_l3);
+int procs_start(struct sim *s, struct inst *in, size_t i, struct flight *f);
+int procs_finish(struct sim *s, struct inst *in, struct flight *f);
+int procs_collect(struct sim *s, struct hc_cache_stats *st);
+void procs_free(struct sim *s);
 
 /* fleet.c */
 const char *replay_router_name(enum router r);

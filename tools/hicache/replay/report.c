@@ -111,6 +111,7 @@ int replay_print_json(const struct replay_args *a, const struct result *res, siz
 	cJSON_AddNumberToObject(fl, "seed", (double)a->seed);
 	cJSON_AddStringToObject(fl, "l3", a->l3 == L3_NONE ? "none" : "shared");
 	cJSON_AddNumberToObject(fl, "l3_tokens", (double)a->l3_tokens);
+	cJSON_AddBoolToObject(fl, "processes", a->processes);
 	cJSON *cf = cJSON_AddArrayToObject(o, "configs");
 	for (size_t i = 0; i < n; i++) {
 		cJSON *x = cJSON_CreateObject();
@@ -161,7 +162,8 @@ void replay_print_human(const struct replay_args *a, const struct result *res, s
 		       a->l3 == L3_NONE ? "none (each alone)" : "shared");
 		if (a->l3 != L3_NONE && a->l3_tokens)
 			printf(" of %" PRIu64 " tokens", a->l3_tokens);
-		printf("; fleet hit rate %.4f (%s)\n", replay_hit_rate(r), r->name);
+		printf("; fleet hit rate %.4f (%s)%s\n", replay_hit_rate(r), r->name,
+		       a->processes ? ", one process each" : "");
 		if (a->l3 != L3_NONE)
 			printf("L3 pages read %" PRIu64 ", written by another instance %" PRIu64
 			       "\n",

@@ -86,16 +86,30 @@ static void flush_all(struct sim *s)
 		hc_cache_flush(s->in[k].c);
 }
 
-/* Fleet L3 set: the pages [m, m + l) read from L3 (touched); those
- * another instance wrote are counted. */
-static void l3_read(struct sim *s, struct inst *in, const uint64_t *keys, uint64_t m, uint64_t l)
+/* Fleet L3 set: the pages f read from L3 (touched); those another
+ * instance wrote are counted. */
+void sim_l3_read(struct sim *s, struct inst *in, struct flight *f)
 {
 	uint32_t self = (uint32_t)(in - s->in);
-	for (uint64_t p = m; p < m + l; p++) {
-		int64_t w = lru_get(s->l3, keys[p]);
+	for (uint64_t p = f->l3_from; s->l3 && p < f->l3_from + f->l3_pages; p++) {
+		int64_t w = lru_get(s->l3, f->keys[p]);
 		if (w >= 0 && (uint32_t)w != self)
 			s->res->l3_cross_pages++;
 	}
+}
+
+/* Fleet L3 set: the pages f computed, written through by its instance. */
+int sim_l3_publish(struct sim *s, struct inst *in, struct flight *f)
+{
+	for (uint64_t p = f->put_from; s->l3 && p < f->full; p++) {
+		int rc = lru_put(s->l3, f->keys[p], (uint32_t)(in - s->in));
+		if (rc) {
+			fprintf(stderr, "hicache replay: out of memory\n");
+			return rc;
+		}
+		s->res->l3_pages_written++;
+	}
+	return 0;
 }
 
 /* Start request i at s->now on flight f of instance in: match, prefetch,
@@ -114,11 +128,14 @@ int sim_start(struct sim *s, struct inst *in, size_t i, struct flight *f)
 	double xfer = 0;
 	int rc;
 
+	if (s->procs)
+		return procs_start(s, in, i, f);
 	f->idx = i;
 	f->req = NULL;
 	f->full = 0;
 	f->dev_pages = 0;
 	f->put_from = 0;
+	f->l3_from = f->l3_pages = 0;
 	if (!in->c) {
 		uint64_t need = (replay_insert_len(r) + ps - 1) / ps;
 		if (in->inflight > 0 && in->dev_used + need > in->dev_budget)
@@ -182,8 +199,10 @@ int sim_start(struct sim *s, struct inst *in, size_t i, struct flight *f)
 			f->full = full;
 		}
 		f->req = req;
-		if (s->l3)
-			l3_read(s, in, f->keys, local, l3_extra + info.l3_tokens / ps);
+		f->l3_from = local;
+		f->l3_pages = l3_extra + info.l3_tokens / ps;
+		if (f->keys)
+			sim_l3_read(s, in, f);
 		hit_pages += l3_extra;
 		/* Its L3 writes: the pages it computes (those it read from L3
 		 * are there already; its local prefix was written before). */
@@ -213,7 +232,12 @@ int sim_start(struct sim *s, struct inst *in, size_t i, struct flight *f)
  * also go to the fleet L3 set, as write-through backs them up), release. */
 int sim_finish(struct sim *s, struct inst *in, struct flight *f)
 {
-	if (f->req) {
+	int rc;
+
+	if (s->procs) {
+		if ((rc = procs_finish(s, in, f)))
+			return rc;
+	} else if (f->req) {
 		int64_t ins = f->full ? hc_cache_insert(f->req, f->tok, f->full * s->a->page_tokens)
 				      : 0;
 		if (ins < 0) {
@@ -224,15 +248,9 @@ int sim_finish(struct sim *s, struct inst *in, struct flight *f)
 		}
 		hc_cache_release(f->req);
 		f->req = NULL;
-		for (uint64_t p = f->put_from; s->l3 && p < f->full; p++) {
-			int rc = lru_put(s->l3, f->keys[p], (uint32_t)(in - s->in));
-			if (rc) {
-				fprintf(stderr, "hicache replay: out of memory\n");
-				return rc;
-			}
-			s->res->l3_pages_written++;
-		}
 	}
+	if ((rc = sim_l3_publish(s, in, f)))
+		return rc;
 	in->dev_used -= f->dev_pages;
 	s->ttft[f->idx] = f->done_at - s->arrival[f->idx];
 	return 0;

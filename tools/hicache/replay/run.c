@@ -25,11 +25,14 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 	return 0;
 }
 
-/* One store handle on dir (file) or in memory. --l3-tokens caps it: the
- * mem backend's LRU, or the file cleaner's capacity (the cleaner runs
- * then, each handle's own: hicache's cleaners on one dir share it). */
-static int replay_open_store(const struct replay_args *a, const char *dir, struct hc_store **out)
+/* One store handle on a->l3_dir (file), the bucket (s3) or in memory.
+ * --l3-tokens caps it: the mem backend's LRU, or the file cleaner's
+ * capacity (the cleaner runs then, each handle's own: hicache's cleaners
+ * on one dir share it). s3 takes what the flag does not say from the
+ * config sources of every hicache command (HICACHE_S3_*, AWS_*). */
+int replay_open_store(const struct replay_args *a, struct hc_store **out)
 {
+	const char *dir = a->l3_dir;
 	struct hc_config *cfg = NULL;
 	struct hc_store_opts opts;
 	char json[4096];
@@ -46,6 +49,11 @@ static int replay_open_store(const struct replay_args *a, const char *dir, struc
 		cJSON_AddNumberToObject(o, "l3_cleaner_interval_s", a->l3_tokens ? 1 : 0);
 		if (a->l3_tokens)
 			cJSON_AddNumberToObject(o, "capacity_gb", cap_bytes / 1e9);
+	} else if (a->l3 == L3_S3 && !a->no_data) {
+		if (a->s3_bucket)
+			cJSON_AddStringToObject(o, "bucket", a->s3_bucket);
+		if (a->s3_prefix)
+			cJSON_AddStringToObject(o, "prefix", a->s3_prefix);
 	} else if (a->l3 == L3_MEM && !a->no_data && a->l3_tokens) {
 		cJSON_AddNumberToObject(o, "mem_capacity_bytes", cap_bytes);
 	}
@@ -62,7 +70,7 @@ static int replay_open_store(const struct replay_args *a, const char *dir, struc
 	hc_store_opts_init(&opts, sizeof(opts));
 	/* In --no-data mode the cache keeps L3 as a key set and never calls the
 	 * store; a mem store only says that there is an L3. */
-	opts.backend = a->l3 == L3_FILE && !a->no_data ? "file" : "mem";
+	opts.backend = a->no_data ? "mem" : a->l3 == L3_FILE ? "file" : a->l3 == L3_S3 ? "s3" : "mem";
 	opts.config = cfg;
 	opts.model = "replay";
 	rc = hc_store_open(&opts, out);
@@ -72,7 +80,7 @@ static int replay_open_store(const struct replay_args *a, const char *dir, struc
 	return rc;
 }
 
-static int open_cache(const struct replay_args *a, uint64_t l1, uint64_t l2,
+int replay_open_cache(const struct replay_args *a, uint64_t l1, uint64_t l2,
 		      struct hc_store *store, struct hc_cache **out)
 {
 	struct hc_cache_opts o;
@@ -127,19 +135,26 @@ static int replay_one(const struct replay_args *a, const struct workload *w, uin
 	rc = sim_fleet_sets(&s, with_l3 && (emulated || n > 1), emulated ? a->l3_tokens / ps : 0,
 			    emulated, views, view_cap ? view_cap : 1);
 	for (size_t k = 0; !rc && k < n; k++) {
-		rc = open_cache(a, l1, l2, with_l3 && !emulated ? stores[k] : NULL, &s.in[k].c);
+		if (!a->processes)
+			rc = replay_open_cache(a, l1, l2, with_l3 && !emulated ? stores[k] : NULL,
+					       &s.in[k].c);
 		s.in[k].res = &res->inst[k];
 		s.in[k].host_pages = l2 / ps;
 	}
+	if (!rc && a->processes)
+		rc = procs_spawn(&s, l1, l2, with_l3);
 	if (rc)
 		goto out;
-	s.pbytes = hc_cache_page_bytes(s.in[0].c);
+	if (!a->processes)
+		s.pbytes = hc_cache_page_bytes(s.in[0].c);
 	rc = sim_run(&s, &prog);
 	if (prog.printed)
 		fputc('\n', stderr);
 	if (!rc) {
 		struct hc_cache_stats st, sum = {0};
-		for (size_t k = 0; k < n; k++) {
+		if (a->processes && (rc = procs_collect(&s, &sum)))
+			goto out;
+		for (size_t k = 0; !a->processes && k < n; k++) {
 			/* Backups still queued are part of the run's work (and its bytes). */
 			hc_cache_flush(s.in[k].c);
 			hc_cache_stats(s.in[k].c, &st, sizeof(st));
@@ -166,6 +181,7 @@ static int replay_one(const struct replay_args *a, const struct workload *w, uin
 		}
 	}
 out:
+	procs_free(&s);
 	for (size_t k = 0; k < n; k++)
 		hc_cache_close(s.in[k].c);
 	sim_free(&s);
@@ -301,12 +317,15 @@ int cmd_replay(int argc, char **argv)
 			own_dir = true;
 			dir = tmpdir;
 		}
+		a.l3_dir = dir;
 		/* Data mode: each instance its own handle on the one dir (a
 		 * fleet shares it as engines on many hosts would). No-data: the
 		 * cache's key set, or the replay's (fleet_l3_emulated()). */
 		size_t want = a.no_data ? (fleet_l3_emulated(&a) ? 0 : 1) : a.instances;
+		if (a.processes)
+			want = 0; /* each child opens its own */
 		for (; nstores < want; nstores++)
-			if (replay_open_store(&a, dir, &stores[nstores]))
+			if (replay_open_store(&a, &stores[nstores]))
 				goto out;
 	}
 	for (size_t i = 0; i < nconf; i++) {
@@ -321,7 +340,8 @@ int cmd_replay(int argc, char **argv)
 					     .progress = !a.no_data,
 					     .res = &res[i]};
 		/* Data mode measures transfer times: one configuration at a time. */
-		if (a.no_data && pthread_create(&run[i].th, NULL, config_thread, &run[i]) == 0)
+		/* --processes: fork from a process with no other threads. */
+		if (a.no_data && !a.processes && pthread_create(&run[i].th, NULL, config_thread, &run[i]) == 0)
 			run[i].started = true;
 		else
 			config_thread(&run[i]);
