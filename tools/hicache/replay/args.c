@@ -284,7 +284,8 @@ int replay_parse_args(int argc, char **argv, struct replay_args *a)
 			replay_usage(stdout);
 			return -1;
 		default:
-			if (optopt)
+			/* A long option's optopt is its code: name the word. */
+			if (optopt && optopt < OPT_SEQUENTIAL)
 				fprintf(stderr, "hicache replay: bad or incomplete option '-%c'\n",
 					optopt);
 			else
