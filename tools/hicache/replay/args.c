@@ -196,15 +196,17 @@ int replay_parse_args(int argc, char **argv, struct replay_args *a)
 				const char *slash = strchr(arg + 5, '/');
 				size_t len = slash ? (size_t)(slash - arg - 5) : strlen(arg + 5);
 				if (len >= sizeof(bucket))
-					return bad_value("l3", arg, "an s3:// URL with a bucket name "
-								    "under 256 bytes");
+					return bad_value("l3", arg,
+							 "an s3:// URL with a bucket name "
+							 "under 256 bytes");
 				memcpy(bucket, arg + 5, len);
 				bucket[len] = 0;
 				a->l3 = L3_S3;
 				a->s3_bucket = bucket;
 				a->s3_prefix = slash && slash[1] ? slash + 1 : NULL;
 			} else {
-				return bad_value("l3", arg, "none, mem, file:DIR or s3[://BUCKET[/PREFIX]]");
+				return bad_value("l3", arg,
+						 "none, mem, file:DIR or s3[://BUCKET[/PREFIX]]");
 			}
 			break;
 		case OPT_KV_BYTES:

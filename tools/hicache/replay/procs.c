@@ -72,8 +72,8 @@ struct preply {
 
 struct procs {
 	size_t n;
-	pid_t *pid; /* 0: not started or reaped */
-	int *fd;    /* the parent's end; -1: closed */
+	pid_t *pid;  /* 0: not started or reaped */
+	int *fd;     /* the parent's end; -1: closed */
 	bool *dirty; /* served something since its last flush */
 };
 
@@ -177,8 +177,7 @@ static int child_serve(struct sim *s, int fd)
 
 /* Instance k in a fresh child: its store and cache, then serve. Never
  * returns. */
-static void child_main(struct sim *ps, size_t k, int fd, uint64_t l1, uint64_t l2,
-		       bool with_l3)
+static void child_main(struct sim *ps, size_t k, int fd, uint64_t l1, uint64_t l2, bool with_l3)
 {
 	const struct replay_args *a = ps->a;
 	struct sim s;
@@ -349,8 +348,8 @@ int procs_start(struct sim *s, struct inst *in, size_t i, struct flight *f)
 	if (f->keys) {
 		const struct request *q = &s->w->req[i];
 		replay_gen_tokens(q, f->tok);
-		fleet_page_keys(f->tok, replay_insert_len(q) / s->a->page_tokens,
-				s->a->page_tokens, f->keys);
+		fleet_page_keys(f->tok, replay_insert_len(q) / s->a->page_tokens, s->a->page_tokens,
+				f->keys);
 		sim_l3_read(s, in, f);
 	}
 	return 0;

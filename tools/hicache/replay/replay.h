@@ -301,8 +301,8 @@ int sim_l3_publish(struct sim *s, struct inst *in, struct flight *f);
 /* run.c: one store handle on the configured L3 (a->l3_dir resolved), and
  * one instance's cache on it (store NULL: no L3). 0 or -errno (said). */
 int replay_open_store(const struct replay_args *a, struct hc_store **out);
-int replay_open_cache(const struct replay_args *a, uint64_t l1, uint64_t l2,
-		      struct hc_store *store, struct hc_cache **out);
+int replay_open_cache(const struct replay_args *a, uint64_t l1, uint64_t l2, struct hc_store *store,
+		      struct hc_cache **out);
 
 /* procs.c: --processes. procs_spawn() forks one child per instance of s
  * (each opens its own store when with_l3, and its cache); procs_collect()

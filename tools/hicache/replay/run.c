@@ -70,7 +70,10 @@ int replay_open_store(const struct replay_args *a, struct hc_store **out)
 	hc_store_opts_init(&opts, sizeof(opts));
 	/* In --no-data mode the cache keeps L3 as a key set and never calls the
 	 * store; a mem store only says that there is an L3. */
-	opts.backend = a->no_data ? "mem" : a->l3 == L3_FILE ? "file" : a->l3 == L3_S3 ? "s3" : "mem";
+	opts.backend = a->no_data         ? "mem"
+		       : a->l3 == L3_FILE ? "file"
+		       : a->l3 == L3_S3   ? "s3"
+					  : "mem";
 	opts.config = cfg;
 	opts.model = "replay";
 	rc = hc_store_open(&opts, out);
@@ -80,8 +83,8 @@ int replay_open_store(const struct replay_args *a, struct hc_store **out)
 	return rc;
 }
 
-int replay_open_cache(const struct replay_args *a, uint64_t l1, uint64_t l2,
-		      struct hc_store *store, struct hc_cache **out)
+int replay_open_cache(const struct replay_args *a, uint64_t l1, uint64_t l2, struct hc_store *store,
+		      struct hc_cache **out)
 {
 	struct hc_cache_opts o;
 	uint32_t ps = a->page_tokens;
@@ -341,7 +344,8 @@ int cmd_replay(int argc, char **argv)
 					     .res = &res[i]};
 		/* Data mode measures transfer times: one configuration at a time. */
 		/* --processes: fork from a process with no other threads. */
-		if (a.no_data && !a.processes && pthread_create(&run[i].th, NULL, config_thread, &run[i]) == 0)
+		if (a.no_data && !a.processes &&
+		    pthread_create(&run[i].th, NULL, config_thread, &run[i]) == 0)
 			run[i].started = true;
 		else
 			config_thread(&run[i]);
