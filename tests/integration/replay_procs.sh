@@ -1,8 +1,8 @@
 #!/bin/bash
 # hicache replay --processes: the fleet with each instance in its own OS
-# process gives the in-process fleet's hits exactly (data mode on a shared
-# file dir, sequential and timed, every page loaded verified; no-data with
-# --l3 none, sequential and timed); no child outlives the replay, whether it ends,
+# process gives the in-process fleet's hits exactly (sequential data mode
+# on a shared file dir, every page loaded verified; no-data with --l3 none,
+# sequential and timed); no child outlives the replay, whether it ends,
 # is stopped by SIGTERM or SIGINT (temporary L3 dir removed) or killed; a
 # child that dies fails the run naming it; bad combinations exit 2 naming
 # the flags. 'replay_procs.sh s3' (integration.replay_procs_s3, on the
@@ -108,17 +108,6 @@ else
 	fail "data-mode fleet runs (in-process, --processes)"
 fi
 none_left "data mode"
-
-# Timed, data mode: each start flushes the whole fleet in both forms, so the
-# hits agree there too.
-mkdir "$TMP/d3" "$TMP/d4"
-# shellcheck disable=SC2086
-"$BIN" replay "$TMP/t200.jsonl" $CAP --instances 3 --router prefix --l3 "file:$TMP/d3" \
-	--json >"$TMP/in.json" &&
-	"$BIN" replay "$TMP/t200.jsonl" $CAP --instances 3 --router prefix --l3 "file:$TMP/d4" \
-		--processes --json >"$TMP/pr.json" &&
-	same "$TMP/in.json" "$TMP/pr.json" || fail "timed data mode: --processes differs or fails"
-none_left "timed data mode"
 
 # No data, --l3 none: every field but wall time, sequential and timed.
 for sched in --sequential ""; do
