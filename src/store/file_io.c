@@ -409,9 +409,9 @@ int64_t file_exists(void *p, struct store_obj *objs, size_t n, bool stop_at_miss
 	bool missed = false;
 	for (size_t i = 0; i < n; i++) {
 		/* A file of the wrong size is not an object of this geometry. */
-		bool hit = rc >= 0 && reqs[i].result == 0 && reqs[i].size == objs[i].len &&
-			   !(missed && stop_at_miss);
-		objs[i].result = hit ? 0 : -ENOENT;
+		bool looked = rc >= 0 && reqs[i].result == 0 && !(missed && stop_at_miss);
+		bool hit = looked && reqs[i].size == objs[i].len;
+		objs[i].result = hit ? 0 : looked ? -EBADMSG : -ENOENT;
 		if (hit && !missed)
 			lead++;
 		if (!hit)

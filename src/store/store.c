@@ -108,6 +108,8 @@ int hc_store_open(const struct hc_store_opts *opts, struct hc_store **out)
 	pthread_cond_init(&st->async_work, NULL);
 	pthread_cond_init(&st->async_done, NULL);
 	st->ops = ops;
+	st->bad_get.limit.interval_ns = (uint64_t)HC_LOG_INTERVAL_S * 1000000000ull;
+	st->bad_exists.limit.interval_ns = st->bad_get.limit.interval_ns;
 	st->tp_rank = o->tp_rank;
 	st->force_bounce = o->force_bounce;
 	rc = hc_key_suffix(o->model, o->tp_rank, o->tp_size, false, st->suffix_rank,
