@@ -59,8 +59,8 @@ int store_plan(struct hc_pool_transfer *t, size_t nt, struct store_ctx *const *c
 		}
 		total += t[i].n;
 	}
-	struct entry *e = malloc((total ? total : 1) * sizeof(*e));
-	struct hc_key *hk = nhex ? malloc(nhex * sizeof(*hk)) : NULL;
+	struct entry *e = hc_fault_malloc((total ? total : 1) * sizeof(*e));
+	struct hc_key *hk = nhex ? hc_fault_malloc(nhex * sizeof(*hk)) : NULL;
 	if (!e || (nhex && !hk)) {
 		free(e);
 		free(hk);
