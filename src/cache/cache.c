@@ -202,6 +202,7 @@ int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
 					  .free_mamba = ctl_free_mamba,
 					  .write_back = ctl_write_back};
 	int rc;
+	unsigned mark = util_fail_mark();
 	c->host_busy = calloc(host_pages, sizeof(*c->host_busy));
 	c->host_deferred = calloc(host_pages, sizeof(*c->host_deferred));
 	if (!c->host_busy || !c->host_deferred) {
@@ -214,7 +215,7 @@ int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
 		c->host_slots = c->own_slots;
 		if (o->store) {
 			if ((rc = ctl_keyset_create(&c->keyset))) {
-				util_fail(rc, "cache: out of memory");
+				util_fail(rc, "cache: no memory for the key set");
 				goto err;
 			}
 			c->l3 = true;
@@ -263,7 +264,7 @@ int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
 	*out = c;
 	return 0;
 err_thread:
-	util_fail(rc, "cache: cannot start a background thread");
+	util_fail_ctx(mark, rc, "cache: cannot start a background thread: %s", hc_strerror(rc));
 err:
 	hc_cache_close(c);
 	return rc;

@@ -113,7 +113,7 @@ int ctl_open_mamba(struct hc_cache *c, uint64_t dev_pages, uint64_t host_pages)
 			return rc;
 		c->mhost_slots = c->own_mhost_slots;
 		if (o->store && (rc = ctl_keyset_create(&c->mkeyset)))
-			return util_fail(rc, "cache: out of memory");
+			return util_fail(rc, "cache: no memory for the Mamba key set");
 		return 0;
 	}
 	if (nd > SIZE_MAX / c->mbytes || !(c->mdev_mem = malloc(nd * c->mbytes)))
@@ -192,6 +192,7 @@ int hc_cache_mamba_read(struct hc_cache_req *r, void *dst, size_t len)
 		return util_fail(-EINVAL, "hc_cache_mamba_read: %zu bytes, want %zu", len,
 				 c->mbytes);
 	int rc = 0;
+	unsigned mark = util_fail_mark();
 	pthread_mutex_lock(&c->lock);
 	struct radix_node_info ni = {.mamba = {RADIX_NO_SLOT, RADIX_NO_SLOT}};
 	if (r->mnode)
@@ -209,6 +210,6 @@ int hc_cache_mamba_read(struct hc_cache_req *r, void *dst, size_t len)
 	pthread_mutex_unlock(&c->lock);
 	/* -ENOENT is an answer (nothing usable), not a failure: no message. */
 	if (rc && rc != -ENOENT)
-		return util_fail(rc, "hc_cache_mamba_read: %s", hc_strerror(rc));
+		return util_fail_ctx(mark, rc, "hc_cache_mamba_read: %s", hc_strerror(rc));
 	return rc;
 }

@@ -219,6 +219,7 @@ int64_t hc_cache_load(struct hc_cache_req *r)
 	if (!r)
 		return util_fail(-EINVAL, "hc_cache_load: NULL request");
 	struct hc_cache *c = r->c;
+	unsigned mark = util_fail_mark(); /* what went wrong below says it best */
 	pthread_mutex_lock(&c->lock);
 	ctl_revoke(c, r);
 	if (r->load || r->allocated) {
@@ -268,7 +269,7 @@ int64_t hc_cache_load(struct hc_cache_req *r)
 	pthread_mutex_unlock(&c->lock);
 	free(host);
 	if (rc)
-		return util_fail(rc, "hc_cache_load: %zu pages: %s", n, hc_strerror(rc));
+		return util_fail_ctx(mark, rc, "hc_cache_load: %zu pages: %s", n, hc_strerror(rc));
 	return (int64_t)(n * c->ps);
 }
 
@@ -350,14 +351,16 @@ int64_t hc_cache_alloc(struct hc_cache_req *r, size_t ntokens, uint64_t *slots, 
 	struct hc_cache *c = r->c;
 	if (r->allocated)
 		return util_fail(-EBUSY, "hc_cache_alloc: called twice");
+	unsigned mark = util_fail_mark();
 	int rc = ctl_load_finish(r, true);
 	if (rc)
-		return util_fail(rc, "hc_cache_alloc: load failed");
+		return util_fail_ctx(mark, rc, "hc_cache_alloc: load failed: %s", hc_strerror(rc));
 	size_t pages = ntokens / c->ps;
 	size_t n = pages > r->dev_pages ? pages - r->dev_pages : 0;
 	uint64_t *s = malloc((n ? n : 1) * sizeof(*s));
 	if (!s)
 		return util_fail(-ENOMEM, "cache: out of memory");
+	mark = util_fail_mark();
 	pthread_mutex_lock(&c->lock);
 	rc = n ? ctl_dev_alloc(c, n, s) : 0;
 	if (!rc) {
@@ -369,7 +372,8 @@ int64_t hc_cache_alloc(struct hc_cache_req *r, size_t ntokens, uint64_t *slots, 
 	pthread_mutex_unlock(&c->lock);
 	if (rc) {
 		free(s);
-		return util_fail(rc, "hc_cache_alloc: %zu device pages: %s", n, hc_strerror(rc));
+		return util_fail_ctx(mark, rc, "hc_cache_alloc: %zu device pages: %s", n,
+				     hc_strerror(rc));
 	}
 	if (slots)
 		memcpy(slots, s, (n < max ? n : max) * sizeof(*s));
@@ -390,6 +394,7 @@ int64_t hc_cache_insert(struct hc_cache_req *r, const uint32_t *tokens, size_t n
 	uint64_t *arr = malloc((pages ? pages : 1) * sizeof(*arr));
 	if (!arr)
 		return util_fail(-ENOMEM, "cache: out of memory");
+	unsigned mark = util_fail_mark();
 	pthread_mutex_lock(&c->lock);
 	int64_t rc = 0;
 	if (r->new_first)
@@ -418,7 +423,7 @@ int64_t hc_cache_insert(struct hc_cache_req *r, const uint32_t *tokens, size_t n
 	pthread_mutex_unlock(&c->lock);
 	free(arr);
 	if (rc < 0)
-		return util_fail((int)rc, "hc_cache_insert: %s", hc_strerror((int)rc));
+		return util_fail_ctx(mark, (int)rc, "hc_cache_insert: %s", hc_strerror((int)rc));
 	return rc;
 }
 

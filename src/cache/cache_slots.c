@@ -86,6 +86,13 @@ int ctl_dev_alloc(struct hc_cache *c, size_t n, uint64_t *out)
 		int rc = dev_alloc(c->dev, n, out);
 		/* Pages whose host copy is still in flight are locked until it
 		 * is acknowledged: once it is they can go. */
+		if (rc == -ENOSPC && (c->npend == 0 || c->stop))
+			/* Expected under load (the engine retries): rate-limited,
+			 * and what the callers' hc_last_error keeps. */
+			return fail_limited(HC_LOG_INFO, rc,
+					    "cache: %zu device pages asked, %llu free after eviction "
+					    "(the others are held by requests)",
+					    n, (unsigned long long)dev_available(c->dev));
 		if (rc != -ENOSPC || c->npend == 0 || c->stop)
 			return rc;
 		pthread_cond_wait(&c->cond, &c->lock);

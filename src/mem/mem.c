@@ -435,24 +435,25 @@ int hc_mem_opts_from_config(struct hc_mem_opts *opts, const struct hc_config *cf
 	int64_t threads;
 	bool lock;
 	int rc;
+	unsigned mark = util_fail_mark(); /* the getter's own words are the precise ones */
 	if ((rc = hc_config_get_string(cfg, "hugepage_size", &size_text)))
-		return util_fail(rc, "config key hugepage_size: %s", hc_strerror(rc));
+		return util_fail_ctx(mark, rc, "config key hugepage_size: %s", hc_strerror(rc));
 	if (hc_mem_parse_huge_size(size_text, &huge))
 		return util_fail(-EINVAL, "config key hugepage_size: \"%s\" is not 2MB or 1GB",
 				 size_text);
 	if ((rc = hc_config_get_string(cfg, "hugepage_mode", &mode_text)))
-		return util_fail(rc, "config key hugepage_mode: %s", hc_strerror(rc));
+		return util_fail_ctx(mark, rc, "config key hugepage_mode: %s", hc_strerror(rc));
 	if (hc_mem_parse_huge_mode(mode_text, &mode))
 		return util_fail(-EINVAL, "config key hugepage_mode: \"%s\" is not off, thp, "
 				 "prefer or required", mode_text);
 	if ((rc = hc_config_get_int(cfg, "prefault_threads", &threads)))
-		return util_fail(rc, "config key prefault_threads: %s", hc_strerror(rc));
+		return util_fail_ctx(mark, rc, "config key prefault_threads: %s", hc_strerror(rc));
 	if (threads < 0 || threads > UINT_MAX)
 		return util_fail(-EINVAL,
 				 "config key prefault_threads: %" PRId64 " is out of range",
 				 threads);
 	if ((rc = hc_config_get_bool(cfg, "mlock", &lock)))
-		return util_fail(rc, "config key mlock: %s", hc_strerror(rc));
+		return util_fail_ctx(mark, rc, "config key mlock: %s", hc_strerror(rc));
 
 	if (OPT_FITS(size, huge_page_size))
 		opts->huge_page_size = huge;

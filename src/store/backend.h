@@ -73,7 +73,9 @@ struct store_backend_ops {
 	 * NULL: the store calls put/get one array at a time. */
 	int (*put_feed)(void *be, struct store_feed *f);
 	int (*get_feed)(void *be, struct store_feed *f);
-	/* result 0 when the object exists with size len, else -ENOENT; with
+	/* result 0 when the object exists with size len, -EBADMSG when it
+	 * exists with another size (corrupt or of another geometry), else
+	 * -ENOENT; with
 	 * stop_at_miss later objects are not looked at. Returns leading hits. */
 	int64_t (*exists)(void *be, struct store_obj *objs, size_t n, bool stop_at_miss);
 	/* Delete objects the store found damaged, only while what is under

@@ -65,6 +65,15 @@ static int64_t exists_pages(struct hc_store *st, struct store_ctx *c, const stru
 			}
 		}
 		st->ops->exists(st->be, w->objs, k, stop_at_miss);
+		size_t wrong = 0;
+		const char *first_wrong = NULL;
+		for (size_t o = 0; o < k; o++)
+			if (w->objs[o].result == -EBADMSG && !wrong++)
+				first_wrong = w->objs[o].name;
+		if (wrong)
+			store_log_bad(&st->bad_exists, "exists",
+				      "of the wrong size (corrupt or of another geometry)", wrong,
+				      first_wrong);
 		bool miss = false;
 		for (size_t i = from, o = 0; i < to; i++) {
 			bool all = true;

@@ -232,7 +232,7 @@ static int64_t mem_exists(void *p, struct store_obj *objs, size_t n, bool stop_a
 		}
 		struct mem_obj *o =
 			*slot_of(m, objs[i].name, XXH3_64bits(objs[i].name, strlen(objs[i].name)));
-		objs[i].result = o && o->len == objs[i].len ? 0 : -ENOENT;
+		objs[i].result = !o ? -ENOENT : o->len == objs[i].len ? 0 : -EBADMSG;
 		if (objs[i].result)
 			missed = true;
 		else if (!missed)

@@ -98,9 +98,9 @@ int hc_store_open(const struct hc_store_opts *opts, struct hc_store **out)
 		return util_fail(-EINVAL, "store: tp_rank %u must be below tp_size %u", o->tp_rank,
 				 o->tp_size);
 
-	struct hc_store *st = calloc(1, sizeof(*st));
+	struct hc_store *st = hc_fault_calloc(1, sizeof(*st));
 	if (!st)
-		return -ENOMEM;
+		return util_fail(-ENOMEM, "hc_store_open: no memory");
 	pthread_mutex_init(&st->work_lock, NULL);
 	pthread_mutex_init(&st->reg_lock, NULL);
 	pthread_cond_init(&st->reg_cond, NULL);
@@ -108,6 +108,8 @@ int hc_store_open(const struct hc_store_opts *opts, struct hc_store **out)
 	pthread_cond_init(&st->async_work, NULL);
 	pthread_cond_init(&st->async_done, NULL);
 	st->ops = ops;
+	st->bad_get.limit.interval_ns = (uint64_t)HC_LOG_INTERVAL_S * 1000000000ull;
+	st->bad_exists.limit.interval_ns = st->bad_get.limit.interval_ns;
 	st->tp_rank = o->tp_rank;
 	st->force_bounce = o->force_bounce;
 	rc = hc_key_suffix(o->model, o->tp_rank, o->tp_size, false, st->suffix_rank,

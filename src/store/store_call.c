@@ -122,13 +122,13 @@ static int op_plan(struct hc_store *st, struct hc_pool_transfer *t, size_t nt,
 	for (size_t i = 0; i < nt; i++)
 		if (!t[i].results)
 			extra += t[i].n;
-	struct hc_store_op *o = calloc(1, sizeof(*o));
-	struct hc_pool_transfer *c = malloc((nt ? nt : 1) * sizeof(*c));
-	struct store_ctx **ctxs = malloc((nt ? nt : 1) * sizeof(*ctxs));
+	struct hc_store_op *o = hc_fault_calloc(1, sizeof(*o));
+	struct hc_pool_transfer *c = hc_fault_malloc((nt ? nt : 1) * sizeof(*c));
+	struct store_ctx **ctxs = hc_fault_malloc((nt ? nt : 1) * sizeof(*ctxs));
 	if (o) {
 		o->st = st;
-		o->out = malloc((nt ? nt : 1) * sizeof(*o->out));
-		o->own = malloc((extra ? extra : 1) * sizeof(*o->own));
+		o->out = hc_fault_malloc((nt ? nt : 1) * sizeof(*o->out));
+		o->own = hc_fault_malloc((extra ? extra : 1) * sizeof(*o->own));
 	}
 	if (!o || !c || !ctxs || !o->out || !o->own) {
 		if (o)

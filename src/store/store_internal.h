@@ -28,6 +28,7 @@
 
 #include "store/backend.h"
 #include "store/format.h"
+#include "util/util.h"
 
 #include <hicache/mem.h>
 #include <hicache/store.h>
@@ -125,6 +126,12 @@ struct work {
 	struct hc_mem *bounce_mem; /* what bounce lies in */
 };
 
+/* Rate-limited report of damaged objects (store_log_bad). */
+struct store_bad_log {
+	struct hc_log_limit limit;
+	_Atomic uint64_t unreported; /* objects found since the last line */
+};
+
 struct hc_store {
 	const struct store_backend_ops *ops;
 	void *be;
@@ -143,6 +150,10 @@ struct hc_store {
 	struct work *free_work;
 	struct hc_mem_opts bounce_mem; /* the config's host memory keys */
 	struct stats_acc stats;
+	/* Corrupt objects a get (or wrong-size ones an exists) finds: expected
+	 * after a crash or under a foreign writer, maybe many per call, so
+	 * at most one line per HC_LOG_INTERVAL_S each, with the count. */
+	struct store_bad_log bad_get, bad_exists;
 	/* recent sets of objects of SET_LOOKUP_MIN_BYTES and more */
 	_Atomic uint32_t set_recent, set_existed;
 	/* started operations (hc_store_*_start), run by async_thread */
@@ -214,6 +225,11 @@ struct stream {
 
 /* ---- store_stats.c ---- */
 
+/* n damaged objects found by what ("get", "exists"), name one of them:
+ * logged at most once per HC_LOG_INTERVAL_S, with the count since the last
+ * line. */
+void store_log_bad(struct store_bad_log *l, const char *what, const char *kind, size_t n,
+		   const char *name);
 void stat_add(struct store_ctx *c, struct hc_store *st, size_t field, uint64_t v);
 uint64_t now_us(void);
 /* One batch for the store and for each distinct pool of ctxs (NULLs skipped). */

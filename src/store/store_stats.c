@@ -11,6 +11,23 @@
 #include <string.h>
 #include <time.h>
 
+void store_log_bad(struct store_bad_log *l, const char *what, const char *kind, size_t n,
+		   const char *name)
+{
+	atomic_fetch_add_explicit(&l->unreported, n, memory_order_relaxed);
+	if (!util_log_enabled(HC_LOG_WARN))
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, lines;
+	if (!hc_log_limit_pass(&l->limit, now, &lines))
+		return;
+	uint64_t total = atomic_exchange_explicit(&l->unreported, 0, memory_order_relaxed);
+	log_warn("store: %s: %llu objects %s, treated as misses, since the last such line "
+		 "(at most one per %d s); one of them: %s",
+		 what, (unsigned long long)total, kind, HC_LOG_INTERVAL_S, name);
+}
+
 void stat_add(struct store_ctx *c, struct hc_store *st, size_t field, uint64_t v)
 {
 	if (!v)

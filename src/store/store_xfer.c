@@ -59,8 +59,8 @@ int store_plan(struct hc_pool_transfer *t, size_t nt, struct store_ctx *const *c
 		}
 		total += t[i].n;
 	}
-	struct entry *e = malloc((total ? total : 1) * sizeof(*e));
-	struct hc_key *hk = nhex ? malloc(nhex * sizeof(*hk)) : NULL;
+	struct entry *e = hc_fault_malloc((total ? total : 1) * sizeof(*e));
+	struct hc_key *hk = nhex ? hc_fault_malloc(nhex * sizeof(*hk)) : NULL;
 	if (!e || (nhex && !hk)) {
 		free(e);
 		free(hk);
@@ -385,7 +385,8 @@ void store_get_chunk_finish(struct hc_store *st, struct work *w, struct entry *e
 	/* Broken objects are removed, so the next set of the page heals it
 	 * (objects are never overwritten in place). */
 	struct store_obj heal[CHUNK_OBJS];
-	size_t nheal = 0;
+	size_t nheal = 0, ncorrupt = 0;
+	const char *first_corrupt = NULL;
 	k = 0;
 	for (size_t i = from; i < to; i++) {
 		struct store_ctx *c = e[i].ctx;
@@ -404,8 +405,8 @@ void store_get_chunk_finish(struct hc_store *st, struct work *w, struct entry *e
 			}
 			if (r == -EBADMSG) {
 				stat_add(c, st, STAT(corrupt), 1);
-				log_warn("store: object %s is corrupt or of another geometry; "
-					 "treated as a miss", w->objs[k].name);
+				if (!ncorrupt++)
+					first_corrupt = w->objs[k].name;
 			}
 			if (r && !page_rc)
 				page_rc = r;
@@ -421,6 +422,9 @@ void store_get_chunk_finish(struct hc_store *st, struct work *w, struct entry *e
 			stat_add(c, st, STAT(failures), 1);
 		}
 	}
+	if (ncorrupt)
+		store_log_bad(&st->bad_get, "get", "corrupt or of another geometry", ncorrupt,
+			      first_corrupt);
 	if (nheal)
 		st->ops->remove(st->be, heal, nheal);
 }

@@ -137,7 +137,8 @@ static int64_t s3_exists(void *p, struct store_obj *objs, size_t n, bool stop_at
 	for (size_t i = 0; i < n; i++) {
 		/* Anything but a hit (also a failure) is a miss to a caller of exists. */
 		bool hit = objs[i].result == 0 && !(missed && stop_at_miss);
-		objs[i].result = hit ? 0 : -ENOENT;
+		bool wrong = objs[i].result == -EBADMSG && !(missed && stop_at_miss);
+		objs[i].result = hit ? 0 : wrong ? -EBADMSG : -ENOENT;
 		if (hit && !missed)
 			lead++;
 		if (!hit)

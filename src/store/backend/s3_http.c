@@ -490,7 +490,8 @@ static int classify(struct s3_be *be, struct s3_req *r, bool *retry, bool *down)
 		case S3_HEAD: {
 			curl_off_t len = -1;
 			curl_easy_getinfo(r->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len);
-			return r->obj && len != (curl_off_t)r->obj->len ? -ENOENT : 0;
+			/* Of the wrong size: not an object of this geometry. */
+			return r->obj && len != (curl_off_t)r->obj->len ? -EBADMSG : 0;
 		}
 		default:
 			return 0;
@@ -637,7 +638,7 @@ int s3_run_requests(struct s3_be *be, struct s3_req *reqs, size_t n)
 			done++;
 			/* Misses and wrong sizes are the store core's to judge. */
 			bool expected = rc == 0 || rc == -ENOENT || rc == -EEXIST ||
-					rc == -ENODATA || rc == -EFBIG;
+					rc == -ENODATA || rc == -EFBIG || rc == -EBADMSG;
 			if (!expected && r->obj) {
 				failed++;
 				if (!first_failed)
