@@ -8,16 +8,16 @@
  *
  * The built-in engine keeps "device" memory in a layer_first KV pool in
  * host memory, so a page of one layer is one run per half there; the host
- * pool may use any layout, hence the per-(token, head) addressing below
- * (page_first splits a page of one layer into one run per token, page_head
- * into one run per token and head).
+ * pool may use any layout, hence the per-(token, head) addressing of
+ * pool_kv_addr (pool/pool_api.h: page_first splits a page of one layer
+ * into one run per token, page_head into one run per token and head).
  *
  * A copy that fails at layer l reports the error for l and every later
  * layer; the copy thread still completes it, so waiters never hang.
  */
 #define _GNU_SOURCE
 #include "cache/device.h"
-#include "pool/pool_internal.h"
+#include "pool/pool_api.h"
 #include "util/thread.h"
 #include "util/util.h"
 
@@ -58,55 +58,26 @@ struct dev_tier {
 
 /* ---- built-in host-memory engine ---- */
 
-/* Address of head h of token tok of (page, layer) in buffer b; *run: bytes
- * contiguous from there that stay inside (page, layer), in head order
- * within a token and token order within the page. */
-static uint8_t *kv_addr(const struct hc_pool *p, unsigned b, uint64_t page, uint32_t layer,
-			uint32_t tok, uint32_t h, uint64_t head_bytes, uint64_t *run)
-{
-	const struct pool_buffer *buf = &p->buffers[b];
-	const struct hc_kv_geometry *g = &p->geo.kv;
-	uint64_t ps = g->page_size, heads = g->heads;
-	uint64_t unit = (uint64_t)tok * heads + h; /* (token, head) within the page */
-
-	switch (g->layout) {
-	case HC_LAYOUT_LAYER_FIRST:
-		*run = (ps * heads - unit) * head_bytes;
-		return buf->base + layer * buf->layer_stride + page * buf->page_stride +
-		       unit * head_bytes;
-	case HC_LAYOUT_PAGE_FIRST_DIRECT:
-		*run = (ps * heads - unit) * head_bytes;
-		return buf->base + page * buf->page_stride + (layer * ps * heads + unit) * head_bytes;
-	case HC_LAYOUT_PAGE_HEAD:
-		/* (heads, page_size, layers, head_dim): one head of one token. */
-		*run = head_bytes;
-		return buf->base + page * buf->page_stride +
-		       (((uint64_t)h * ps + tok) * g->layers + layer) * head_bytes;
-	case HC_LAYOUT_PAGE_FIRST:
-	default:
-		*run = (heads - h) * head_bytes;
-		return buf->base + page * buf->page_stride +
-		       ((uint64_t)tok * g->layers + layer) * heads * head_bytes + h * head_bytes;
-	}
-}
-
 static int mem_copy_layer(void *arg, enum hc_copy_dir dir, uint32_t layer, const uint64_t *dev,
 			  const uint64_t *host, size_t n)
 {
 	struct dev_tier *d = arg;
-	const struct hc_kv_geometry *g = &d->pool->geo.kv;
+	const struct hc_kv_geometry *g = hc_pool_kv_geometry(d->pool);
 	uint64_t head_bytes = (uint64_t)g->head_dim * g->elem_bytes;
 	uint64_t units = (uint64_t)g->page_size * g->heads;
+	unsigned nbuffers = pool_nbuffers(d->pool);
 
 	for (size_t i = 0; i < n; i++) {
-		if (dev[i] >= d->pool->pages || host[i] >= d->host->pages)
+		if (dev[i] >= hc_pool_pages(d->pool) || host[i] >= hc_pool_pages(d->host))
 			return util_fail(-EINVAL, "copy: page out of range");
-		for (unsigned b = 0; b < d->pool->nbuffers; b++) {
+		for (unsigned b = 0; b < nbuffers; b++) {
 			for (uint64_t u = 0; u < units;) {
 				uint32_t t = (uint32_t)(u / g->heads), h = (uint32_t)(u % g->heads);
 				uint64_t rd, rh;
-				uint8_t *pd = kv_addr(d->pool, b, dev[i], layer, t, h, head_bytes, &rd);
-				uint8_t *ph = kv_addr(d->host, b, host[i], layer, t, h, head_bytes, &rh);
+				uint8_t *pd = pool_kv_addr(d->pool, b, dev[i], layer, t, h,
+							   head_bytes, &rd);
+				uint8_t *ph = pool_kv_addr(d->host, b, host[i], layer, t, h,
+							   head_bytes, &rh);
 				uint64_t len = rd < rh ? rd : rh;
 				if (dir == HC_COPY_D2H)
 					memcpy(ph, pd, len);

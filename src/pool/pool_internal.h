@@ -1,6 +1,9 @@
-/* Host pools: the private structure shared by the pool layer's files. */
+/* Host pools: the private structure shared by the pool layer's files.
+ * Only src/pool/ includes it; the layers above use pool/pool_api.h. */
 #ifndef HC_SRC_POOL_INTERNAL_H
 #define HC_SRC_POOL_INTERNAL_H
+
+#include "pool/pool_api.h"
 
 #include <hicache/mem.h>
 #include <hicache/pool.h>
@@ -77,11 +80,5 @@ int pool_plan_indexer(const struct hc_indexer_geometry *g, struct pool_plan *p);
  * or -ENOMEM (mem is not freed then). */
 int pool_from_plan(const struct pool_plan *p, const void *geo, size_t geo_len,
 		   uint8_t *const *bases, struct hc_mem *mem, struct hc_pool **out);
-
-/* hc_pool_gather / hc_pool_scatter of a whole flat page (page in range,
- * not an anchor pool), hashing its bytes as they are copied: returns
- * util_checksum() of the flat page. */
-uint64_t pool_gather_summed(const struct hc_pool *pool, uint64_t page, uint8_t *flat);
-uint64_t pool_scatter_summed(struct hc_pool *pool, uint64_t page, const uint8_t *flat);
 
 #endif

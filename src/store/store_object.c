@@ -4,7 +4,7 @@
  * put and the checks of one that was read (trailer, geometry, checksum).
  */
 #define _GNU_SOURCE
-#include "pool/pool_internal.h"
+#include "pool/pool_api.h"
 #include "store/store_internal.h"
 #include "util/util.h"
 
