@@ -62,6 +62,16 @@ static int push(void **arr, size_t *n, size_t *cap, size_t elem)
 	return 0;
 }
 
+/* Room for one more element of *arr, and a copy of name for it. */
+static int push_named(void **arr, size_t *n, size_t *cap, size_t elem, const char *name, char **dup)
+{
+	int rc = push(arr, n, cap, elem);
+	if (rc)
+		return rc;
+	*dup = strdup(name);
+	return *dup ? 0 : -ENOMEM;
+}
+
 void file_scan_free(struct file_scan *s)
 {
 	if (!s)
@@ -109,27 +119,20 @@ static int scan_bucket(struct file_scan *s, int dirfd, uint32_t disk, uint32_t b
 			continue;
 		}
 		bool temp = !strncmp(de->d_name, ".tmp.", 5) || !strncmp(de->d_name, ".probe.", 7);
+		char *dup;
 		if (temp) {
-			rc = push((void **)&s->temps, &s->ntemps, &s->cap_temps, sizeof(*s->temps));
+			rc = push_named((void **)&s->temps, &s->ntemps, &s->cap_temps,
+					sizeof(*s->temps), de->d_name, &dup);
 			if (rc)
 				break;
-			char *dup = strdup(de->d_name);
-			if (!dup) {
-				rc = -ENOMEM;
-				break;
-			}
 			s->temps[s->ntemps++] = (struct scan_temp){
 				dup, disk, bucket, mtime_of(&st),
 				temp_orphaned(mtime_of(&st), now_ns, age_ns)};
 		} else if (strlen(de->d_name) >= HEX_LEN && file_scan_is_object(de->d_name)) {
-			rc = push((void **)&s->objs, &s->nobjs, &s->cap_objs, sizeof(*s->objs));
+			rc = push_named((void **)&s->objs, &s->nobjs, &s->cap_objs,
+					sizeof(*s->objs), de->d_name, &dup);
 			if (rc)
 				break;
-			char *dup = strdup(de->d_name);
-			if (!dup) {
-				rc = -ENOMEM;
-				break;
-			}
 			int64_t m = mtime_of(&st);
 			s->objs[s->nobjs++] = (struct scan_obj){.name = dup, .disk = disk,
 								.bucket = bucket,

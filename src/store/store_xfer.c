@@ -115,9 +115,10 @@ size_t store_chunk_end(const struct entry *e, size_t from, size_t n, size_t *bou
 
 /* Names the chunk's objects into w; *nobj gets their count. A name that
  * does not fit fails the chunk: registration makes that impossible, and
- * a stale name would move this page's bytes under another page's. */
-static int name_chunk(struct work *w, const struct entry *e, size_t from, size_t to,
-		      size_t *nobj)
+ * a stale name would move this page's bytes under another page's. Then
+ * the chunk's bounce slots (bounce_bytes), for a set and a get alike. */
+static int chunk_begin(struct hc_store *st, struct work *w, const struct entry *e, size_t from,
+		       size_t to, size_t bounce_bytes, size_t *nobj)
 {
 	size_t k = 0;
 	for (size_t i = from; i < to; i++) {
@@ -136,7 +137,7 @@ static int name_chunk(struct work *w, const struct entry *e, size_t from, size_t
 		}
 	}
 	*nobj = k;
-	return 0;
+	return work_bounce(st, w, bounce_bytes);
 }
 
 /* Whether a set of this object looks it up first (see SET_LOOKUP_PAYS). */
@@ -236,9 +237,7 @@ int store_set_chunk_build(struct hc_store *st, struct work *w, struct entry *e, 
 			  size_t to, size_t bounce_bytes)
 {
 	size_t nobj = 0;
-	int rc = name_chunk(w, e, from, to, &nobj);
-	if (!rc)
-		rc = work_bounce(st, w, bounce_bytes);
+	int rc = chunk_begin(st, w, e, from, to, bounce_bytes, &nobj);
 	if (rc)
 		return rc;
 	bool hooks = st->ops->object_hooks;
@@ -353,9 +352,7 @@ int store_get_chunk_build(struct hc_store *st, struct work *w, struct entry *e, 
 			  size_t to, size_t bounce_bytes)
 {
 	size_t nobj = 0;
-	int rc = name_chunk(w, e, from, to, &nobj);
-	if (!rc)
-		rc = work_bounce(st, w, bounce_bytes);
+	int rc = chunk_begin(st, w, e, from, to, bounce_bytes, &nobj);
 	if (rc)
 		return rc;
 	bool hooks = st->ops->object_hooks;

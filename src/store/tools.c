@@ -38,7 +38,8 @@ int hc_file_fsck(const char *const *dirs, size_t ndirs, bool repair, struct hc_f
 	int rc = tool_backend(dirs, ndirs, out, "hc_file_fsck", &ops);
 	if (rc)
 		return rc;
-	return ops->fsck ? ops->fsck(dirs, ndirs, repair, out) : no_tool(ops, "hc_file_fsck", "fsck");
+	return ops->fsck ? ops->fsck(dirs, ndirs, repair, out)
+			 : no_tool(ops, "hc_file_fsck", "fsck");
 }
 
 int hc_file_ls(const char *const *dirs, size_t ndirs, struct hc_ls_report *out)
