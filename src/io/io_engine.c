@@ -172,6 +172,25 @@ static bool io_iov_ok(const struct iovec *iov, unsigned cnt, unsigned max_cnt, s
 	return sum == len;
 }
 
+/* One request: pending when named and its iovecs hold len, else -EINVAL
+ * (the first of a batch said, what naming its direction). Returns whether
+ * it is left to run. */
+static bool io_req_ok(int *result, bool named, const struct iovec *iov, unsigned cnt,
+		      unsigned max_cnt, size_t len, size_t i, const char *what, bool *said)
+{
+	*result = IO_PENDING;
+	if (named && io_iov_ok(iov, cnt, max_cnt, len))
+		return true;
+	*result = -EINVAL;
+	if (!*said)
+		util_fail(-EINVAL,
+			  "io: %s request %zu is invalid (NULL name, iovecs not adding up "
+			  "to len %zu, more than %u iovecs, or len above %zu)",
+			  what, i, len, max_cnt, IO_MAX_LEN);
+	*said = true;
+	return false;
+}
+
 /* Returns how many requests are left to run. */
 static size_t io_validate_writes(struct io_write_req *reqs, size_t n)
 {
@@ -179,20 +198,8 @@ static size_t io_validate_writes(struct io_write_req *reqs, size_t n)
 	bool said = false;
 	for (size_t i = 0; i < n; i++) {
 		struct io_write_req *q = &reqs[i];
-		q->result = IO_PENDING;
-		if (q->tmp_name && q->final_name &&
-		    io_iov_ok(q->iov, q->iovcnt, IO_MAX_IOV, q->len)) {
-			ok++;
-			continue;
-		}
-		q->result = -EINVAL;
-		if (!said)
-			util_fail(
-				-EINVAL,
-				"io: write request %zu is invalid (NULL name, iovecs not adding up "
-				"to len %zu, more than %u iovecs, or len above %zu)",
-				i, q->len, IO_MAX_IOV, IO_MAX_LEN);
-		said = true;
+		ok += io_req_ok(&q->result, q->tmp_name && q->final_name, q->iov, q->iovcnt,
+				IO_MAX_IOV, q->len, i, "write", &said);
 	}
 	return ok;
 }
@@ -203,19 +210,8 @@ static size_t io_validate_reads(struct io_read_req *reqs, size_t n)
 	bool said = false;
 	for (size_t i = 0; i < n; i++) {
 		struct io_read_req *q = &reqs[i];
-		q->result = IO_PENDING;
-		if (q->name && io_iov_ok(q->iov, q->iovcnt, IO_MAX_IOV - 1, q->len)) {
-			ok++;
-			continue;
-		}
-		q->result = -EINVAL;
-		if (!said)
-			util_fail(
-				-EINVAL,
-				"io: read request %zu is invalid (NULL name, iovecs not adding up "
-				"to len %zu, more than %u iovecs, or len above %zu)",
-				i, q->len, IO_MAX_IOV - 1, IO_MAX_LEN);
-		said = true;
+		ok += io_req_ok(&q->result, q->name, q->iov, q->iovcnt, IO_MAX_IOV - 1, q->len, i,
+				"read", &said);
 	}
 	return ok;
 }

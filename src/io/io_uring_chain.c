@@ -133,6 +133,30 @@ int io_ring_next(struct io_ring *r, unsigned *page, unsigned *step, int *res)
 	}
 }
 
+int io_ring_reap(struct io_ring *r,
+		 bool (*cqe)(struct io_ring *r, unsigned s, unsigned step, int res, void *arg),
+		 void *arg, unsigned *running, unsigned *nfree, unsigned *failed)
+{
+	int rc;
+	do {
+		unsigned s, step;
+		int res;
+		rc = io_ring_next(r, &s, &step, &res);
+		if (rc)
+			break;
+		struct io_ring_page *pg = &r->pages[s];
+		if (pg->state != IO_PG_RUN)
+			continue;
+		if (cqe(r, s, step, res, arg)) {
+			(*running)--;
+			if (pg->state == IO_PG_IDLE)
+				r->free_slots[(*nfree)++] = s;
+			*failed += pg->state == IO_PG_FAILED;
+		}
+	} while (*running && io_uring_cq_ready(&r->ring));
+	return rc;
+}
+
 /*
  * Cut chains post nothing when their head succeeds, so wait until the ring
  * has nothing in flight before their clean-up runs (which would otherwise

@@ -205,6 +205,14 @@ void io_page_fail(struct io_ring_page *pg, int *result, int err);
 int io_ring_submit(struct io_ring *r, unsigned n, bool fail_pages);
 /* Next completion of the current generation. */
 int io_ring_next(struct io_ring *r, unsigned *page, unsigned *step, int *res);
+/* A stream's round of completions: one (waiting for it), then whatever
+ * else is ready, each of a running chain handed to cqe, which returns
+ * true when it finished the chain's request; then one fewer runs, and its
+ * slot is free again (onto free_slots, *nfree) when idle, or counted in
+ * *failed. Returns 0, or io_ring_next's error. */
+int io_ring_reap(struct io_ring *r,
+		 bool (*cqe)(struct io_ring *r, unsigned s, unsigned step, int res, void *arg),
+		 void *arg, unsigned *running, unsigned *nfree, unsigned *failed);
 /* Empty the slot and remove the temp file of every failed or cut page. */
 void io_ring_cleanup(struct io_ring *r, unsigned n);
 /* Slots free for a new chain, onto r->free_slots; returns how many. */

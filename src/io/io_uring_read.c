@@ -44,9 +44,11 @@ static void io_ring_prep_read(struct io_ring *r, unsigned i, const struct io_rea
 }
 
 /* One completion of page i's read chain; returns true when its request
- * is finished (its result is set, its slot idle or due for clean-up). */
-static bool io_ring_read_cqe(struct io_ring *r, unsigned i, unsigned step, int res)
+ * is finished (its result is set, its slot idle or due for clean-up).
+ * The read stream's io_ring_reap step (arg unused). */
+static bool io_ring_read_cqe(struct io_ring *r, unsigned i, unsigned step, int res, void *arg)
 {
+	(void)arg;
 	struct io_ring_page *pg = &r->pages[i];
 	struct io_read_req *q = pg->q;
 	res = io_ring_res(pg, step, res);
@@ -158,22 +160,7 @@ void io_ring_read_stream(struct io_ring *r, struct io_stream *st)
 		/* One completion (waiting for it), then whatever else is ready,
 		 * then refill, then the hooks: one submit per round of
 		 * completions. */
-		do {
-			unsigned s, step;
-			int res;
-			rc = io_ring_next(r, &s, &step, &res);
-			if (rc)
-				break;
-			struct io_ring_page *pg = &r->pages[s];
-			if (pg->state != IO_PG_RUN)
-				continue;
-			if (io_ring_read_cqe(r, s, step, res)) {
-				running--;
-				if (pg->state == IO_PG_IDLE)
-					r->free_slots[nfree++] = s;
-				failed += pg->state == IO_PG_FAILED;
-			}
-		} while (running && io_uring_cq_ready(&r->ring));
+		rc = io_ring_reap(r, io_ring_read_cqe, NULL, &running, &nfree, &failed);
 		if (rc) {
 			for (unsigned s = 0; s < r->depth; s++) {
 				struct io_ring_page *pg = &r->pages[s];

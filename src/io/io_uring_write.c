@@ -150,6 +150,15 @@ static void io_ring_write_ahead(struct io_ring *r, struct io_stream *st, unsigne
 	}
 }
 
+/* The write stream's io_ring_reap step: the one CQE finishes the chain;
+ * *(unsigned *)resume counts the short ones to resume. */
+static bool write_reaped(struct io_ring *r, unsigned s, unsigned step, int res, void *resume)
+{
+	io_ring_write_cqe(r, s, step, res, r->pages[s].q);
+	*(unsigned *)resume += r->pages[s].state == IO_PG_RESUME;
+	return true;
+}
+
 /*
  * Write the stream's requests keeping up to depth chains in flight: a slot
  * takes the next request as soon as its chain is over, so the disk never
@@ -233,22 +242,7 @@ void io_ring_write_stream(struct io_ring *r, struct io_stream *st)
 			io_ring_write_ahead(r, st, failed);
 		/* One completion (waiting for it), then whatever else is ready,
 		 * then refill: one submit per round of completions. */
-		do {
-			unsigned s, step;
-			int res;
-			rc = io_ring_next(r, &s, &step, &res);
-			if (rc)
-				break;
-			struct io_ring_page *pg = &r->pages[s];
-			if (pg->state != IO_PG_RUN)
-				continue;
-			io_ring_write_cqe(r, s, step, res, pg->q);
-			running--;
-			if (pg->state == IO_PG_IDLE)
-				r->free_slots[nfree++] = s;
-			failed += pg->state == IO_PG_FAILED;
-			resume += pg->state == IO_PG_RESUME;
-		} while (running && io_uring_cq_ready(&r->ring));
+		rc = io_ring_reap(r, write_reaped, &resume, &running, &nfree, &failed);
 		if (rc)
 			break;
 	}
