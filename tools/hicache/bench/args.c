@@ -7,240 +7,91 @@
 #define _GNU_SOURCE
 #include "bench.h"
 
+#include "../cli_opts.h"
 #include "../commands.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 const char *const bench_op_names[OP_COUNT] = {"set", "get", "exists", "mixed"};
 
-/* ---- arguments ---- */
+static const char *const op_choices[] = {"set", "get", "exists", "mixed", NULL};
+static const char *const backend_names[] = {"file", "mem", "s3", NULL};
+static const char *const engine_names[] = {"uring", "threads", "auto", NULL};
 
-/* A byte count: decimal digits, then optionally K, M, G or T (powers of
- * 1024, either case, "iB" may follow), within [min, max]. */
-static bool parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+_Static_assert(sizeof(enum bench_op) == sizeof(int), "--op is parsed as an int");
+
+static int parse_dir(const char *arg, void *dst)
 {
-	static const char units[] = "kmgt";
-	char digits[32];
-	size_t n = strspn(s, "0123456789");
-	uint64_t v, mul = 1;
-
-	if (!n || n >= sizeof(digits))
-		return false;
-	memcpy(digits, s, n);
-	digits[n] = '\0';
-	if (!cli_parse_u64(digits, 0, UINT64_MAX, &v))
-		return false;
-	s += n;
-	if (*s) {
-		const char *u = strchr(units, s[0] | 0x20);
-		if (!u || !*u)
-			return false;
-		mul = 1ull << (10 * (u - units + 1));
-		s++;
-		if (*s && strcmp(s, "iB") && strcmp(s, "ib"))
-			return false;
-	}
-	if (v > UINT64_MAX / mul)
-		return false;
-	v *= mul;
-	if (v < min || v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
-static bool parse_on_off(const char *s, bool *out)
-{
-	if (!strcmp(s, "on")) {
-		*out = true;
-		return true;
-	}
-	if (!strcmp(s, "off")) {
-		*out = false;
-		return true;
-	}
-	return false;
-}
-
-static bool parse_op(const char *s, enum bench_op *out)
-{
-	for (int i = 0; i < OP_COUNT; i++) {
-		if (!strcmp(s, bench_op_names[i])) {
-			*out = (enum bench_op)i;
-			return true;
-		}
-	}
-	return false;
-}
-
-static int bad_value(const char *opt, const char *val, const char *want)
-{
-	fprintf(stderr, "hicache bench: --%s '%s' is not %s\n", opt, val, want);
-	return 2;
-}
-
-/* Long-only options. */
-enum {
-	OPT_DIRECT = 256,
-	OPT_ZERO_COPY,
-	OPT_VERIFY,
-	OPT_JSON,
-	OPT_DROP_CACHES,
-	OPT_TOTAL_BYTES,
-	OPT_MLA,
-	OPT_POOL_WARMUP,
-	OPT_HUGE_PAGES,
-	OPT_PIPELINE,
-	OPT_ENDPOINT,
-	OPT_BUCKET,
-	OPT_PREFIX,
-	OPT_MAX_INFLIGHT,
-};
-
-/* Returns 0, 1 (printing --help failed), 2 (bad usage, said) or -1
- * (--help printed). */
-static int parse_option(struct bench_args *a, int c, const char *arg)
-{
-	uint64_t v;
-	bool on;
-
-	switch (c) {
-	case 'o':
-		if (!parse_op(arg, &a->op))
-			return bad_value("op", arg, "set, get, exists or mixed");
-		a->have_op = true;
-		return 0;
-	case 'n':
-		if (!cli_parse_u64(arg, 1, UINT64_MAX / 2, &a->pages))
-			return bad_value("pages", arg, "a number of at least 1");
-		return 0;
-	case 'p':
-		if (!parse_size(arg, 1, BENCH_PAGE_BYTES_MAX, &a->page_bytes))
-			return bad_value("page-bytes", arg, "a size in 1..2^30 (K/M/G allowed)");
-		return 0;
-	case OPT_TOTAL_BYTES:
-		if (!parse_size(arg, 1, UINT64_MAX, &a->total_bytes))
-			return bad_value("total-bytes", arg,
-					 "a size of at least 1 (K/M/G/T allowed)");
-		return 0;
-	case 'b':
-		if (strcmp(arg, "file") && strcmp(arg, "mem") && strcmp(arg, "s3"))
-			return bad_value("backend", arg, "file, mem or s3");
-		a->backend = arg;
-		return 0;
-	case 'd':
-		if (!arg[0])
-			return bad_value("dir", arg, "a directory");
-		if (a->ndirs == BENCH_DIRS_MAX) {
-			fprintf(stderr, "hicache bench: at most %d --dir\n", BENCH_DIRS_MAX);
-			return 2;
-		}
-		a->dirs[a->ndirs++] = arg;
-		return 0;
-	case 'B':
-		if (!cli_parse_u64(arg, 1, 1u << 20, &a->batch))
-			return bad_value("batch", arg, "a number in 1..1048576");
-		return 0;
-	case 'l':
-		if (hc_kv_layout_parse(arg, &a->layout))
-			return bad_value("layout", arg,
-					 "layer_first, page_first, page_first_direct or page_head");
-		return 0;
-	case 't':
-		if (!cli_parse_u64(arg, 1, BENCH_THREADS_MAX, &v))
-			return bad_value("threads", arg, "a number in 1..1024");
-		a->threads = (unsigned)v;
-		return 0;
-	case 'e':
-		if (strcmp(arg, "uring") && strcmp(arg, "threads") && strcmp(arg, "auto"))
-			return bad_value("engine", arg, "uring, threads or auto");
-		a->engine = arg;
-		return 0;
-	case 's':
-		if (!cli_parse_u64(arg, 0, UINT64_MAX, &a->seed))
-			return bad_value("seed", arg, "a number in 0..2^64-1");
-		return 0;
-	case OPT_DIRECT:
-		if (!parse_on_off(arg, &on))
-			return bad_value("direct", arg, "on or off");
-		a->direct = on;
-		return 0;
-	case OPT_ZERO_COPY:
-		if (!parse_on_off(arg, &a->zero_copy))
-			return bad_value("zero-copy", arg, "on or off");
-		return 0;
-	case OPT_ENDPOINT:
-		if (!arg[0])
-			return bad_value("endpoint", arg, "[http[s]://]host[:port]");
-		a->endpoint = arg;
-		return 0;
-	case OPT_BUCKET:
-		if (!arg[0])
-			return bad_value("bucket", arg, "a bucket name");
-		a->bucket = arg;
-		return 0;
-	case OPT_PREFIX: a->prefix = arg; return 0;
-	case OPT_MAX_INFLIGHT:
-		if (!cli_parse_u64(arg, 1, 1024, &a->max_inflight))
-			return bad_value("max-inflight", arg, "a number in 1..1024");
-		return 0;
-	case OPT_VERIFY: a->verify = true; return 0;
-	case OPT_JSON: a->json = true; return 0;
-	case OPT_DROP_CACHES: a->drop_caches = true; return 0;
-	case OPT_MLA: a->mla = true; return 0;
-	case OPT_POOL_WARMUP:
-		if (!parse_on_off(arg, &a->pool_warmup))
-			return bad_value("pool-warmup", arg, "on or off");
-		return 0;
-	case OPT_PIPELINE:
-		if (!cli_parse_u64(arg, 1, 64, &a->pipeline))
-			return bad_value("pipeline", arg, "a number in 1..64");
-		return 0;
-	case OPT_HUGE_PAGES:
-		if (hc_mem_parse_huge_mode(arg, &a->huge_mode))
-			return bad_value("huge-pages", arg, "off, thp, prefer or required");
-		return 0;
-	case 'h':
-		return cli_help(stdout, "bench") ? 1 : -1;
-	default:
+	struct bench_args *a = dst;
+	if (!arg[0])
+		return 1;
+	if (a->ndirs == BENCH_DIRS_MAX) {
+		fprintf(stderr, "hicache bench: at most %d --dir\n", BENCH_DIRS_MAX);
 		return 2;
 	}
+	a->dirs[a->ndirs++] = arg;
+	return 0;
+}
+
+static int parse_layout(const char *arg, void *dst)
+{
+	return hc_kv_layout_parse(arg, dst) ? 1 : 0;
+}
+
+static int parse_huge(const char *arg, void *dst)
+{
+	return hc_mem_parse_huge_mode(arg, dst) ? 1 : 0;
+}
+
+static int parse_direct(const char *arg, void *dst)
+{
+	int *direct = dst;
+	if (strcmp(arg, "on") && strcmp(arg, "off"))
+		return 1;
+	*direct = !strcmp(arg, "on");
+	return 0;
 }
 
 int bench_parse_args(int argc, char **argv, struct bench_args *a)
 {
-	static const struct option opts[] = {
-		{"op", required_argument, NULL, 'o'},
-		{"pages", required_argument, NULL, 'n'},
-		{"page-bytes", required_argument, NULL, 'p'},
-		{"backend", required_argument, NULL, 'b'},
-		{"dir", required_argument, NULL, 'd'},
-		{"batch", required_argument, NULL, 'B'},
-		{"layout", required_argument, NULL, 'l'},
-		{"threads", required_argument, NULL, 't'},
-		{"engine", required_argument, NULL, 'e'},
-		{"seed", required_argument, NULL, 's'},
-		{"direct", required_argument, NULL, OPT_DIRECT},
-		{"zero-copy", required_argument, NULL, OPT_ZERO_COPY},
-		{"verify", no_argument, NULL, OPT_VERIFY},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"drop-caches", no_argument, NULL, OPT_DROP_CACHES},
-		{"total-bytes", required_argument, NULL, OPT_TOTAL_BYTES},
-		{"mla", no_argument, NULL, OPT_MLA},
-		{"pool-warmup", required_argument, NULL, OPT_POOL_WARMUP},
-		{"huge-pages", required_argument, NULL, OPT_HUGE_PAGES},
-		{"pipeline", required_argument, NULL, OPT_PIPELINE},
-		{"endpoint", required_argument, NULL, OPT_ENDPOINT},
-		{"bucket", required_argument, NULL, OPT_BUCKET},
-		{"prefix", required_argument, NULL, OPT_PREFIX},
-		{"max-inflight", required_argument, NULL, OPT_MAX_INFLIGHT},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	int op = 0, backend = 0, engine = 0, first, rc;
+	const struct cli_opt opts[] = {
+		{"op", 'o', CLI_ENUM, &op, .choices = op_choices, .seen = &a->have_op},
+		{"pages", 'n', CLI_U64, &a->pages, 1, UINT64_MAX / 2,
+		 .want = "a number of at least 1"},
+		{"page-bytes", 'p', CLI_SIZE, &a->page_bytes, 1, BENCH_PAGE_BYTES_MAX,
+		 .want = "a size in 1..2^30 (K/M/G allowed)"},
+		{"backend", 'b', CLI_ENUM, &backend, .choices = backend_names,
+		 .as_name = &a->backend},
+		{"dir", 'd', CLI_CUSTOM, a, .parse = parse_dir, .want = "a directory"},
+		{"batch", 'B', CLI_U64, &a->batch, 1, 1u << 20, .want = "a number in 1..1048576"},
+		{"layout", 'l', CLI_CUSTOM, &a->layout, .parse = parse_layout,
+		 .want = "layer_first, page_first, page_first_direct or page_head"},
+		{"threads", 't', CLI_UINT, &a->threads, 1, BENCH_THREADS_MAX,
+		 .want = "a number in 1..1024"},
+		{"engine", 'e', CLI_ENUM, &engine, .choices = engine_names, .as_name = &a->engine},
+		{"seed", 's', CLI_U64, &a->seed, 0, UINT64_MAX, .want = "a number in 0..2^64-1"},
+		{"direct", 0, CLI_CUSTOM, &a->direct, .parse = parse_direct, .want = "on or off"},
+		{"zero-copy", 0, CLI_ON_OFF, .dst = &a->zero_copy},
+		{"verify", 0, CLI_FLAG, .dst = &a->verify},
+		{"json", 0, CLI_FLAG, .dst = &a->json},
+		{"drop-caches", 0, CLI_FLAG, .dst = &a->drop_caches},
+		{"total-bytes", 0, CLI_SIZE, &a->total_bytes, 1, UINT64_MAX,
+		 .want = "a size of at least 1 (K/M/G/T allowed)"},
+		{"mla", 0, CLI_FLAG, .dst = &a->mla},
+		{"pool-warmup", 0, CLI_ON_OFF, .dst = &a->pool_warmup},
+		{"huge-pages", 0, CLI_CUSTOM, &a->huge_mode, .parse = parse_huge,
+		 .want = "off, thp, prefer or required"},
+		{"pipeline", 0, CLI_U64, &a->pipeline, 1, 64, .want = "a number in 1..64"},
+		{"endpoint", 0, CLI_STRING, &a->endpoint, 1, .want = "[http[s]://]host[:port]"},
+		{"bucket", 0, CLI_STRING, &a->bucket, 1, .want = "a bucket name"},
+		{"prefix", 0, CLI_STRING, .dst = &a->prefix},
+		{"max-inflight", 0, CLI_U64, &a->max_inflight, 1, 1024,
+		 .want = "a number in 1..1024"},
+		{"help", 'h', CLI_HELP, .dst = NULL},
 	};
-	int c, rc;
 
 	*a = (struct bench_args){
 		.backend = "file",
@@ -252,24 +103,14 @@ int bench_parse_args(int argc, char **argv, struct bench_args *a)
 		.huge_mode = HC_HUGE_THP, /* the library's default for a pool */
 		.pipeline = 1,
 	};
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:n:p:b:d:B:l:t:e:s:h", opts, NULL)) != -1) {
-		if (c == ':') {
-			fprintf(stderr, "hicache bench: option '%s' needs a value\n",
-				argv[optind - 1]);
-			return 2;
-		}
-		if (c == '?') {
-			fprintf(stderr, "hicache bench: unknown option '%s' (see --help)\n",
-				argv[optind - 1]);
-			return 2;
-		}
-		if ((rc = parse_option(a, c, optarg)))
-			return rc;
-	}
-	if (optind < argc) {
-		fprintf(stderr, "hicache bench: unexpected argument '%s'\n", argv[optind]);
+	rc = cli_opts_parse("bench", opts, sizeof(opts) / sizeof(opts[0]), NULL, argc, argv, &first);
+	if (rc == CLI_OPTS_HELP)
+		return cli_help(stdout, "bench") ? 1 : -1;
+	if (rc)
+		return rc;
+	a->op = (enum bench_op)op;
+	if (first < argc) {
+		fprintf(stderr, "hicache bench: unexpected argument '%s'\n", argv[first]);
 		return 2;
 	}
 	if (a->pages && a->total_bytes) {
