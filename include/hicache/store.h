@@ -383,11 +383,29 @@ struct hc_fsck_report {
  * the store's reads do). With repair, remove corrupt objects (each only
  * when the file under its name is still the one found bad) and orphaned
  * temp files: those older than 10 minutes (age alone: a writer may be on
- * another host). A dir given twice (also through a symlink) is refused
+ * another host; hc_file_fsck_ex takes another age). A dir given twice (also through a symlink) is refused
  * (-EINVAL); symlinks inside the dirs are never followed (counted as
  * foreign). Safe beside live writers, cleaners, gc and other fscks. */
 HC_API int hc_file_fsck(const char *const *dirs, size_t ndirs, bool repair,
 			struct hc_fsck_report *out);
+
+/* hc_file_fsck with options. Size-tagged: fill with hc_fsck_opts_init
+ * (size = sizeof(struct hc_fsck_opts)), then set fields. */
+struct hc_fsck_opts {
+	size_t struct_size; /* sizeof(struct hc_fsck_opts), set by hc_fsck_opts_init() */
+	bool repair;        /* remove corrupt objects and orphaned temp files */
+	/* A temp file older than this many seconds is orphaned (counted, and
+	 * with repair removed); 0 = the default, 600 (as the cleaner's
+	 * l3_file_temp_max_age_s). A small age removes a live writer's temp
+	 * file: its write then fails, and the page is a miss. */
+	uint64_t temp_age_s;
+};
+/* Defaults: repair false, temp_age_s 0 (600 s). */
+HC_API void hc_fsck_opts_init(struct hc_fsck_opts *opts, size_t size);
+/* opts NULL: the defaults. -EINVAL for an opts not initialised or a
+ * temp_age_s above 2^32 s; otherwise as hc_file_fsck. */
+HC_API int hc_file_fsck_ex(const char *const *dirs, size_t ndirs, const struct hc_fsck_opts *opts,
+			   struct hc_fsck_report *out);
 
 struct hc_ls_report {
 	uint64_t pages;   /* distinct page keys (one page may be several objects) */

@@ -102,7 +102,10 @@ struct store_backend_ops {
 	int (*ls)(const char *const *locs, size_t n, struct hc_ls_report *out);
 	int (*gc)(const char *const *locs, size_t n, uint64_t capacity_bytes,
 		  uint64_t *removed_pages, uint64_t *removed_bytes);
-	int (*fsck)(const char *const *locs, size_t n, bool repair, struct hc_fsck_report *out);
+	/* temp_age_ns: a temp file older than this is orphaned; 0 = the
+	 * backend's default. */
+	int (*fsck)(const char *const *locs, size_t n, bool repair, int64_t temp_age_ns,
+		    struct hc_fsck_report *out);
 };
 
 extern const struct store_backend_ops store_file_ops;

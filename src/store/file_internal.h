@@ -78,7 +78,8 @@ int64_t file_remove_matching(void *p, bool (*match)(const char *name, void *arg)
 			     void *arg);
 
 /* The offline tools (ops entries; file_tools.c): over base dirs. */
-int file_tool_fsck(const char *const *dirs, size_t ndirs, bool repair, struct hc_fsck_report *out);
+int file_tool_fsck(const char *const *dirs, size_t ndirs, bool repair, int64_t temp_age_ns,
+		   struct hc_fsck_report *out);
 int file_tool_ls(const char *const *dirs, size_t ndirs, struct hc_ls_report *out);
 int file_tool_gc(const char *const *dirs, size_t ndirs, uint64_t capacity_bytes,
 		 uint64_t *removed_pages, uint64_t *removed_bytes);

@@ -82,11 +82,14 @@ static enum verdict check_object(int bfd, const struct scan_obj *o, struct stat 
 	return V_CORRUPT;
 }
 
-int file_tool_fsck(const char *const *dirs, size_t ndirs, bool repair, struct hc_fsck_report *out)
+int file_tool_fsck(const char *const *dirs, size_t ndirs, bool repair, int64_t temp_age_ns,
+		   struct hc_fsck_report *out)
 {
 	memset(out, 0, sizeof(*out));
+	if (!temp_age_ns)
+		temp_age_ns = FILE_TEMP_AGE_NS;
 	struct file_scan s;
-	int rc = file_scan_dirs(dirs, ndirs, &s);
+	int rc = file_scan_dirs_aged(dirs, ndirs, temp_age_ns, &s);
 	if (rc)
 		return rc;
 	char path[PATH_MAX];
@@ -143,7 +146,7 @@ int file_tool_fsck(const char *const *dirs, size_t ndirs, bool repair, struct hc
 	for (size_t i = 0; i < s.ntemps && !rc; i++)
 		out->orphaned_temp += s.temps[i].orphaned;
 	if (repair && !rc)
-		out->removed += file_scan_remove_orphans(&s, FILE_TEMP_AGE_NS);
+		out->removed += file_scan_remove_orphans(&s, temp_age_ns);
 	out->foreign = s.foreign;
 	file_scan_free(&s);
 	return rc;

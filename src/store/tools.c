@@ -2,6 +2,7 @@
  * locations and hand them to the backend that owns them (store/backend.c),
  * through its optional ls, gc and fsck ops. */
 #include "store/backend.h"
+#include "util/opts.h"
 #include "util/util.h"
 
 #include <hicache/store.h>
@@ -32,14 +33,47 @@ static int no_tool(const struct store_backend_ops *ops, const char *what, const 
 	return util_fail(-ENOTSUP, "%s: the %s backend has no offline %s", what, ops->name, tool);
 }
 
-int hc_file_fsck(const char *const *dirs, size_t ndirs, bool repair, struct hc_fsck_report *out)
+/* Above this a temp age is a mistake (136 years), not a choice. */
+#define FSCK_TEMP_AGE_MAX_S (1ull << 32)
+
+void hc_fsck_opts_init(struct hc_fsck_opts *opts, size_t size)
 {
+	static const struct hc_fsck_opts d = {
+		.struct_size = sizeof(d),
+		.repair = false,
+		.temp_age_s = 0,
+	};
+	util_opts_init(opts, size, &d, sizeof(d));
+}
+
+int hc_file_fsck_ex(const char *const *dirs, size_t ndirs, const struct hc_fsck_opts *user,
+		    struct hc_fsck_report *out)
+{
+	struct hc_fsck_opts o;
+	hc_fsck_opts_init(&o, sizeof(o));
+	if (user) {
+		int lrc = util_opts_load(&o, sizeof(o), user, "hc_file_fsck_ex: opts");
+		if (lrc)
+			return lrc;
+	}
+	if (o.temp_age_s > FSCK_TEMP_AGE_MAX_S)
+		return util_fail(-EINVAL, "hc_file_fsck_ex: opts->temp_age_s %llu is above 2^32",
+				 (unsigned long long)o.temp_age_s);
+	int64_t age_ns = (int64_t)o.temp_age_s * 1000000000ll;
 	const struct store_backend_ops *ops;
 	int rc = tool_backend(dirs, ndirs, out, "hc_file_fsck", &ops);
 	if (rc)
 		return rc;
-	return ops->fsck ? ops->fsck(dirs, ndirs, repair, out)
+	return ops->fsck ? ops->fsck(dirs, ndirs, o.repair, age_ns, out)
 			 : no_tool(ops, "hc_file_fsck", "fsck");
+}
+
+int hc_file_fsck(const char *const *dirs, size_t ndirs, bool repair, struct hc_fsck_report *out)
+{
+	struct hc_fsck_opts o;
+	hc_fsck_opts_init(&o, sizeof(o));
+	o.repair = repair;
+	return hc_file_fsck_ex(dirs, ndirs, &o, out);
 }
 
 int hc_file_ls(const char *const *dirs, size_t ndirs, struct hc_ls_report *out)

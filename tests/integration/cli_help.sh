@@ -33,7 +33,7 @@ check_text() { # file what
 
 # Long options of a command's option tables, from its source: getopt_long
 # entries {"name", required_argument, ...} and the table-driven parser's
-# CLI_OPT_*("name", ...) (tools/hicache/opts.h). --help: every command
+# CLI_OPT_*("name", ...) (tools/hicache/cli_opts.h). --help: every command
 # (main.c answers 'hicache CMD --help' for all of them).
 code_options() { # command
 	local src=$HC_SOURCE_DIR/tools/hicache

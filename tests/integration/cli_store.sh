@@ -325,6 +325,37 @@ bench fsck.set-again 0 failed_pages=0 -- --op set "${fargs[@]}"
 bench fsck.get-healed 0 hits=200 failed_pages=0 verified_pages=200 -- \
 	--op get --verify "${fargs[@]}"
 
+# --temp-age: a temp file 2 minutes old is a live writer's by default (10
+# minutes) and kept; with --temp-age 60 it is orphaned and removed.
+young=$F/$bucket/.tmp.0123456789abcdef.999999.2
+head -c 4096 /dev/zero >"$young"
+touch -d '2 minutes ago' "$young"
+"$BIN" fsck --repair --json "$F" >"$TMP/fsck-age0.json" 2>"$TMP/fsck-age0.err" ||
+	fail "fsck --repair (default age): exit $? ($(cat "$TMP/fsck-age0.err"))"
+jtrue "$TMP/fsck-age0.json" "d['orphaned_temp'] == 0 and d['removed'] == 0" ||
+	fail "fsck default temp age: $(cat "$TMP/fsck-age0.json")"
+[ -e "$young" ] || fail "fsck --repair removed a 2-minute-old temp file (default age 600 s)"
+"$BIN" fsck --json --temp-age 60 "$F" >"$TMP/fsck-age1.json" 2>"$TMP/fsck-age1.err" ||
+	fail "fsck --temp-age 60: exit $? ($(cat "$TMP/fsck-age1.err"))"
+jtrue "$TMP/fsck-age1.json" "d['orphaned_temp'] == 1 and d['removed'] == 0" ||
+	fail "fsck --temp-age 60: $(cat "$TMP/fsck-age1.json")"
+[ -e "$young" ] || fail "fsck --temp-age 60 without --repair removed the temp file"
+"$BIN" fsck --repair --temp-age 60 --json "$F" >"$TMP/fsck-age2.json" 2>"$TMP/fsck-age2.err" ||
+	fail "fsck --repair --temp-age 60: exit $? ($(cat "$TMP/fsck-age2.err"))"
+jtrue "$TMP/fsck-age2.json" "d['orphaned_temp'] == 1 and d['removed'] == 1 and d['corrupt'] == 0" ||
+	fail "fsck --repair --temp-age 60: $(cat "$TMP/fsck-age2.json")"
+[ ! -e "$young" ] || fail "fsck --repair --temp-age 60: the temp file is still there"
+for bad in 0 x -5 4294967297; do
+	"$BIN" fsck --temp-age "$bad" "$F" >/dev/null 2>"$TMP/fsck-age.err"
+	rc=$?
+	[ $rc = 2 ] || fail "fsck --temp-age $bad: exit $rc, expected 2"
+	grep -q "^hicache fsck: --temp-age '$bad' is not " "$TMP/fsck-age.err" ||
+		fail "fsck --temp-age $bad: $(cat "$TMP/fsck-age.err")"
+done
+"$BIN" fsck "$F" --temp-age >/dev/null 2>"$TMP/fsck-age.err"
+[ $? = 2 ] && grep -q "option '--temp-age' needs a value" "$TMP/fsck-age.err" ||
+	fail "fsck --temp-age without a value: $(cat "$TMP/fsck-age.err")"
+
 # Corruption that fsck finds first: --repair removes it and still exits 1.
 victim2=$(cd "$F" && find . -type f -name '[0-9a-f]*' | sort | tail -n 1)
 "$PY" -c '

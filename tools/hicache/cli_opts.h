@@ -46,6 +46,30 @@ struct cli_opt {
 	const char **as_name;
 };
 
+/* Table entries, one per kind (the name first: tests/integration/
+ * cli_help.sh finds a command's options by CLI_OPT_*("name"). The
+ * trailing arguments are more designated fields: .seen = &given. */
+#define CLI_OPT_FLAG(name, letter, d, ...) {name, letter, CLI_FLAG, .dst = (d), __VA_ARGS__}
+#define CLI_OPT_HELP(name, letter) {name, letter, CLI_HELP, .dst = NULL}
+#define CLI_OPT_STRING(name, letter, d, nonempty, want_, ...)                                    \
+	{name, letter, CLI_STRING, .dst = (d), .min = (nonempty), .want = (want_), __VA_ARGS__}
+#define CLI_OPT_U64(name, letter, d, lo, hi, want_, ...)                                         \
+	{name, letter, CLI_U64, .dst = (d), .min = (lo), .max = (hi), .want = (want_), __VA_ARGS__}
+#define CLI_OPT_UINT(name, letter, d, lo, hi, want_, ...)                                        \
+	{name, letter, CLI_UINT, .dst = (d), .min = (lo), .max = (hi), .want = (want_), __VA_ARGS__}
+#define CLI_OPT_SIZE(name, letter, d, lo, hi, want_, ...)                                        \
+	{name, letter, CLI_SIZE, .dst = (d), .min = (lo), .max = (hi), .want = (want_), __VA_ARGS__}
+#define CLI_OPT_DOUBLE(name, letter, d, lo, hi, want_, ...)                                      \
+	{name, letter, CLI_DOUBLE, .dst = (d), .dmin = (lo), .dmax = (hi), .want = (want_),      \
+	 __VA_ARGS__}
+#define CLI_OPT_ON_OFF(name, letter, d, ...) {name, letter, CLI_ON_OFF, .dst = (d), __VA_ARGS__}
+#define CLI_OPT_ENUM(name, letter, d, choices_, ...)                                             \
+	{name, letter, CLI_ENUM, .dst = (d), .choices = (choices_), __VA_ARGS__}
+#define CLI_OPT_CUSTOM(name, letter, d, parse_, want_, ...)                                      \
+	{name, letter, CLI_CUSTOM, .dst = (d), .parse = (parse_), .want = (want_), __VA_ARGS__}
+
+#define CLI_OPTS_COUNT(table) (sizeof(table) / sizeof((table)[0]))
+
 /* How a subcommand words an unknown option or a missing value (word is
  * argv's word, letter the short option when the word is one, else 0);
  * NULL: the common wording, "option '<word>' needs a value" and "unknown

@@ -1,6 +1,6 @@
 /* hicache fsck: check every object of a file store offline (size, trailer,
  * checksum, placement) and, with --repair, remove corrupt objects and
- * orphaned temp files (by age). Uses hc_file_fsck(); the store need not
+ * orphaned temp files (by age, --temp-age). Uses hc_file_fsck_ex(); the store need not
  * be open, and it is safe beside live writers, cleaners and gc. Misplaced
  * objects (dirs in another order or number) are reported, never removed.
  *
@@ -8,13 +8,13 @@
  * removed it: the caller learns that data was lost (the pages are misses
  * now), and a second run tells whether the store is clean. Orphaned temp
  * files are what a crashed writer leaves; they do not fail the check. */
+#include "cli_opts.h"
 #include "commands.h"
 
 #include <hicache/hicache.h>
 #include <hicache/store.h>
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 
 static void fsck_print(const struct hc_fsck_report *r, size_t ndirs, bool repair, bool json)
@@ -43,36 +43,33 @@ static void fsck_print(const struct hc_fsck_report *r, size_t ndirs, bool repair
 
 int cmd_fsck(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"repair", no_argument, NULL, 'r'},
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	bool repair = false, json = false;
-	int c;
-
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "rjh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'r': repair = true; break;
-		case 'j': json = true; break;
-		case 'h': return cli_help(stdout, "fsck");
-		default:
-			fprintf(stderr, "hicache fsck: unknown option '%s' (see --help)\n",
-				argv[optind - 1]);
-			return 2;
-		}
-	}
-	if (optind == argc) {
+	uint64_t temp_age_s = 0;
+	int first;
+	const struct cli_opt opts[] = {
+		CLI_OPT_FLAG("repair", 'r', &repair),
+		CLI_OPT_FLAG("json", 'j', &json),
+		CLI_OPT_U64("temp-age", 0, &temp_age_s, 1, 1ull << 32,
+			    "a number of seconds in 1..4294967296"),
+		CLI_OPT_HELP("help", 'h'),
+	};
+	int prc = cli_opts_parse("fsck", opts, CLI_OPTS_COUNT(opts), NULL, argc, argv, &first);
+	if (prc == CLI_OPTS_HELP)
+		return cli_help(stdout, "fsck");
+	if (prc)
+		return prc;
+	if (first == argc) {
 		fprintf(stderr, "hicache fsck: no directory given (see --help)\n");
 		return 2;
 	}
-	const char *const *dirs = (const char *const *)&argv[optind];
-	size_t ndirs = (size_t)(argc - optind);
+	const char *const *dirs = (const char *const *)&argv[first];
+	size_t ndirs = (size_t)(argc - first);
 	struct hc_fsck_report r;
-	int rc = hc_file_fsck(dirs, ndirs, repair, &r);
+	struct hc_fsck_opts fo;
+	hc_fsck_opts_init(&fo, sizeof(fo));
+	fo.repair = repair;
+	fo.temp_age_s = temp_age_s;
+	int rc = hc_file_fsck_ex(dirs, ndirs, &fo, &r);
 	if (rc) {
 		cli_report("fsck", rc);
 		return 1;

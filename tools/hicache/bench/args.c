@@ -58,39 +58,35 @@ int bench_parse_args(int argc, char **argv, struct bench_args *a)
 {
 	int op = 0, backend = 0, engine = 0, first, rc;
 	const struct cli_opt opts[] = {
-		{"op", 'o', CLI_ENUM, &op, .choices = op_choices, .seen = &a->have_op},
-		{"pages", 'n', CLI_U64, &a->pages, 1, UINT64_MAX / 2,
-		 .want = "a number of at least 1"},
-		{"page-bytes", 'p', CLI_SIZE, &a->page_bytes, 1, BENCH_PAGE_BYTES_MAX,
-		 .want = "a size in 1..2^30 (K/M/G allowed)"},
-		{"backend", 'b', CLI_ENUM, &backend, .choices = backend_names,
-		 .as_name = &a->backend},
-		{"dir", 'd', CLI_CUSTOM, a, .parse = parse_dir, .want = "a directory"},
-		{"batch", 'B', CLI_U64, &a->batch, 1, 1u << 20, .want = "a number in 1..1048576"},
-		{"layout", 'l', CLI_CUSTOM, &a->layout, .parse = parse_layout,
-		 .want = "layer_first, page_first, page_first_direct or page_head"},
-		{"threads", 't', CLI_UINT, &a->threads, 1, BENCH_THREADS_MAX,
-		 .want = "a number in 1..1024"},
-		{"engine", 'e', CLI_ENUM, &engine, .choices = engine_names, .as_name = &a->engine},
-		{"seed", 's', CLI_U64, &a->seed, 0, UINT64_MAX, .want = "a number in 0..2^64-1"},
-		{"direct", 0, CLI_CUSTOM, &a->direct, .parse = parse_direct, .want = "on or off"},
-		{"zero-copy", 0, CLI_ON_OFF, .dst = &a->zero_copy},
-		{"verify", 0, CLI_FLAG, .dst = &a->verify},
-		{"json", 0, CLI_FLAG, .dst = &a->json},
-		{"drop-caches", 0, CLI_FLAG, .dst = &a->drop_caches},
-		{"total-bytes", 0, CLI_SIZE, &a->total_bytes, 1, UINT64_MAX,
-		 .want = "a size of at least 1 (K/M/G/T allowed)"},
-		{"mla", 0, CLI_FLAG, .dst = &a->mla},
-		{"pool-warmup", 0, CLI_ON_OFF, .dst = &a->pool_warmup},
-		{"huge-pages", 0, CLI_CUSTOM, &a->huge_mode, .parse = parse_huge,
-		 .want = "off, thp, prefer or required"},
-		{"pipeline", 0, CLI_U64, &a->pipeline, 1, 64, .want = "a number in 1..64"},
-		{"endpoint", 0, CLI_STRING, &a->endpoint, 1, .want = "[http[s]://]host[:port]"},
-		{"bucket", 0, CLI_STRING, &a->bucket, 1, .want = "a bucket name"},
-		{"prefix", 0, CLI_STRING, .dst = &a->prefix},
-		{"max-inflight", 0, CLI_U64, &a->max_inflight, 1, 1024,
-		 .want = "a number in 1..1024"},
-		{"help", 'h', CLI_HELP, .dst = NULL},
+		CLI_OPT_ENUM("op", 'o', &op, op_choices, .seen = &a->have_op),
+		CLI_OPT_U64("pages", 'n', &a->pages, 1, UINT64_MAX / 2, "a number of at least 1"),
+		CLI_OPT_SIZE("page-bytes", 'p', &a->page_bytes, 1, BENCH_PAGE_BYTES_MAX,
+			     "a size in 1..2^30 (K/M/G allowed)"),
+		CLI_OPT_ENUM("backend", 'b', &backend, backend_names, .as_name = &a->backend),
+		CLI_OPT_CUSTOM("dir", 'd', a, parse_dir, "a directory"),
+		CLI_OPT_U64("batch", 'B', &a->batch, 1, 1u << 20, "a number in 1..1048576"),
+		CLI_OPT_CUSTOM("layout", 'l', &a->layout, parse_layout,
+			       "layer_first, page_first, page_first_direct or page_head"),
+		CLI_OPT_UINT("threads", 't', &a->threads, 1, BENCH_THREADS_MAX, "a number in 1..1024"),
+		CLI_OPT_ENUM("engine", 'e', &engine, engine_names, .as_name = &a->engine),
+		CLI_OPT_U64("seed", 's', &a->seed, 0, UINT64_MAX, "a number in 0..2^64-1"),
+		CLI_OPT_CUSTOM("direct", 0, &a->direct, parse_direct, "on or off"),
+		CLI_OPT_ON_OFF("zero-copy", 0, &a->zero_copy),
+		CLI_OPT_FLAG("verify", 0, &a->verify),
+		CLI_OPT_FLAG("json", 0, &a->json),
+		CLI_OPT_FLAG("drop-caches", 0, &a->drop_caches),
+		CLI_OPT_SIZE("total-bytes", 0, &a->total_bytes, 1, UINT64_MAX,
+			     "a size of at least 1 (K/M/G/T allowed)"),
+		CLI_OPT_FLAG("mla", 0, &a->mla),
+		CLI_OPT_ON_OFF("pool-warmup", 0, &a->pool_warmup),
+		CLI_OPT_CUSTOM("huge-pages", 0, &a->huge_mode, parse_huge,
+			       "off, thp, prefer or required"),
+		CLI_OPT_U64("pipeline", 0, &a->pipeline, 1, 64, "a number in 1..64"),
+		CLI_OPT_STRING("endpoint", 0, &a->endpoint, 1, "[http[s]://]host[:port]"),
+		CLI_OPT_STRING("bucket", 0, &a->bucket, 1, "a bucket name"),
+		CLI_OPT_STRING("prefix", 0, &a->prefix, 0, NULL),
+		CLI_OPT_U64("max-inflight", 0, &a->max_inflight, 1, 1024, "a number in 1..1024"),
+		CLI_OPT_HELP("help", 'h'),
 	};
 
 	*a = (struct bench_args){
@@ -103,7 +99,7 @@ int bench_parse_args(int argc, char **argv, struct bench_args *a)
 		.huge_mode = HC_HUGE_THP, /* the library's default for a pool */
 		.pipeline = 1,
 	};
-	rc = cli_opts_parse("bench", opts, sizeof(opts) / sizeof(opts[0]), NULL, argc, argv, &first);
+	rc = cli_opts_parse("bench", opts, CLI_OPTS_COUNT(opts), NULL, argc, argv, &first);
 	if (rc == CLI_OPTS_HELP)
 		return cli_help(stdout, "bench") ? 1 : -1;
 	if (rc)
