@@ -2,10 +2,9 @@
 #define _GNU_SOURCE
 #include "replay.h"
 
+#include "cli_opts.h"
 #include "commands.h"
 
-#include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,228 +81,134 @@ void replay_usage(FILE *out)
 		"exit status: 0 ok, 1 a failure or a corrupt page, 2 bad usage\n");
 }
 
-static int bad_value(const char *opt, const char *val, const char *want)
+_Static_assert(sizeof(enum router) == sizeof(int), "--router is parsed as an int");
+_Static_assert(sizeof(uint32_t) == sizeof(unsigned), "--page-tokens is parsed as unsigned");
+
+/* --l1-tokens, --l2-tokens: a count or "unlimited" (UINT64_MAX). */
+static int parse_tier_tokens(const char *arg, void *dst)
 {
-	fprintf(stderr, "hicache replay: --%s '%s' is not %s\n", opt, val, want);
-	return 2;
+	if (!strcmp(arg, "unlimited")) {
+		*(uint64_t *)dst = UINT64_MAX;
+		return 0;
+	}
+	return cli_parse_u64(arg, 1, UINT64_MAX / 2, dst) ? 0 : 1;
 }
 
-enum {
-	OPT_SEQUENTIAL = 256,
-	OPT_NO_DATA,
-	OPT_PAGE_TOKENS,
-	OPT_L1,
-	OPT_L2,
-	OPT_L3,
-	OPT_KV_BYTES,
-	OPT_PREFILL,
-	OPT_JSON,
-	OPT_MULTITURN,
-	OPT_CLIENTS,
-	OPT_ROUNDS,
-	OPT_REQ_TOKENS,
-	OPT_OUT_TOKENS,
-	OPT_MAMBA_BYTES,
-	OPT_MAMBA_HOST,
-	OPT_CONCURRENCY,
-	OPT_SPEED,
-	OPT_INSTANCES,
-	OPT_ROUTER,
-	OPT_SEED,
-	OPT_L3_TOKENS,
-	OPT_PROCESSES,
-};
+/* --l3-tokens: a count or "unlimited" (0). */
+static int parse_l3_tokens(const char *arg, void *dst)
+{
+	if (!strcmp(arg, "unlimited")) {
+		*(uint64_t *)dst = 0;
+		return 0;
+	}
+	return cli_parse_u64(arg, 1, UINT64_MAX / 2, dst) ? 0 : 1;
+}
+
+static int parse_kv_bytes(const char *arg, void *dst)
+{
+	uint64_t v;
+	if (!cli_parse_u64(arg, 2, 1u << 24, &v) || v % 2)
+		return 1;
+	*(uint64_t *)dst = v;
+	return 0;
+}
+
+static int parse_l3(const char *arg, void *dst)
+{
+	struct replay_args *a = dst;
+	if (!strcmp(arg, "none")) {
+		a->l3 = L3_NONE;
+	} else if (!strcmp(arg, "mem")) {
+		a->l3 = L3_MEM;
+	} else if (!strncmp(arg, "file:", 5) && arg[5]) {
+		a->l3 = L3_FILE;
+		a->l3_dir = arg + 5;
+	} else if (!strcmp(arg, "s3")) {
+		a->l3 = L3_S3;
+	} else if (!strncmp(arg, "s3://", 5) && arg[5] && arg[5] != '/') {
+		/* s3://BUCKET[/PREFIX]: the bucket's name ends at '/'. */
+		static char bucket[256];
+		const char *slash = strchr(arg + 5, '/');
+		size_t len = slash ? (size_t)(slash - arg - 5) : strlen(arg + 5);
+		if (len >= sizeof(bucket))
+			return cli_opts_bad_value("replay", "l3", arg,
+						  "an s3:// URL with a bucket name under 256 bytes");
+		memcpy(bucket, arg + 5, len);
+		bucket[len] = 0;
+		a->l3 = L3_S3;
+		a->s3_bucket = bucket;
+		a->s3_prefix = slash && slash[1] ? slash + 1 : NULL;
+	} else {
+		return 1;
+	}
+	return 0;
+}
+
+static void bad_option(const char *cmd, const char *word, int letter, bool missing_value)
+{
+	(void)missing_value;
+	if (letter)
+		fprintf(stderr, "hicache %s: bad or incomplete option '-%c'\n", cmd, letter);
+	else
+		fprintf(stderr, "hicache %s: bad option '%s'\n", cmd, word);
+	replay_usage(stderr);
+}
 
 int replay_parse_args(int argc, char **argv, struct replay_args *a)
 {
-	static const struct option longopts[] = {
-		{"sequential", no_argument, NULL, OPT_SEQUENTIAL},
-		{"no-data", no_argument, NULL, OPT_NO_DATA},
-		{"page-tokens", required_argument, NULL, OPT_PAGE_TOKENS},
-		{"l1-tokens", required_argument, NULL, OPT_L1},
-		{"l2-tokens", required_argument, NULL, OPT_L2},
-		{"l3", required_argument, NULL, OPT_L3},
-		{"kv-bytes-per-token", required_argument, NULL, OPT_KV_BYTES},
-		{"prefill-tokens-per-s", required_argument, NULL, OPT_PREFILL},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"multiturn", no_argument, NULL, OPT_MULTITURN},
-		{"clients", required_argument, NULL, OPT_CLIENTS},
-		{"rounds", required_argument, NULL, OPT_ROUNDS},
-		{"request-tokens", required_argument, NULL, OPT_REQ_TOKENS},
-		{"output-tokens", required_argument, NULL, OPT_OUT_TOKENS},
-		{"mamba-bytes", required_argument, NULL, OPT_MAMBA_BYTES},
-		{"mamba-host-states", required_argument, NULL, OPT_MAMBA_HOST},
-		{"concurrency", required_argument, NULL, OPT_CONCURRENCY},
-		{"speed", required_argument, NULL, OPT_SPEED},
-		{"instances", required_argument, NULL, OPT_INSTANCES},
-		{"router", required_argument, NULL, OPT_ROUTER},
-		{"seed", required_argument, NULL, OPT_SEED},
-		{"l3-tokens", required_argument, NULL, OPT_L3_TOKENS},
-		{"processes", no_argument, NULL, OPT_PROCESSES},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	static const char *const routers[] = {"round-robin", "random", "prefix", "ttft", NULL};
+	int router = (int)a->router, first;
+	const struct cli_opt opts[] = {
+		CLI_OPT_FLAG("sequential", 0, &a->sequential),
+		CLI_OPT_FLAG("no-data", 0, &a->no_data),
+		CLI_OPT_UINT("page-tokens", 0, &a->page_tokens, 1, 1u << 20,
+			     "a number in 1..1048576"),
+		CLI_OPT_CUSTOM("l1-tokens", 0, &a->l1_tokens, parse_tier_tokens,
+			       "a number >= 1 or 'unlimited'"),
+		CLI_OPT_CUSTOM("l2-tokens", 0, &a->l2_tokens, parse_tier_tokens,
+			       "a number >= 1 or 'unlimited'"),
+		CLI_OPT_CUSTOM("l3", 0, a, parse_l3, "none, mem, file:DIR or s3[://BUCKET[/PREFIX]]"),
+		CLI_OPT_CUSTOM("kv-bytes-per-token", 0, &a->kv_bytes, parse_kv_bytes,
+			       "an even number in 2..16777216"),
+		CLI_OPT_DOUBLE("prefill-tokens-per-s", 0, &a->prefill_tps, 0, 1e12, "a number > 0"),
+		CLI_OPT_FLAG("json", 0, &a->json),
+		CLI_OPT_FLAG("multiturn", 0, &a->multiturn),
+		CLI_OPT_U64("clients", 0, &a->clients, 1, 1u << 24, "a number in range"),
+		CLI_OPT_U64("rounds", 0, &a->rounds, 1, 1u << 24, "a number in range"),
+		CLI_OPT_U64("request-tokens", 0, &a->request_tokens, 1, 1u << 24, "a number in range"),
+		CLI_OPT_U64("output-tokens", 0, &a->output_tokens, 0, 1u << 24, "a number in range"),
+		CLI_OPT_U64("mamba-bytes", 0, &a->mamba_bytes, 0, 1u << 30,
+			    "a number in 0..1073741824"),
+		CLI_OPT_U64("mamba-host-states", 0, &a->mamba_host_states, 1, 1u << 30,
+			    "a number in 1..1073741824"),
+		CLI_OPT_U64("concurrency", 0, &a->concurrency, 1, 4096, "a number in 1..4096"),
+		CLI_OPT_DOUBLE("speed", 0, &a->speed, 0, 1e12, "a number > 0"),
+		CLI_OPT_U64("instances", 0, &a->instances, 1, REPLAY_MAX_INSTANCES,
+			    "a number in 1..1024"),
+		CLI_OPT_ENUM("router", 0, &router, routers),
+		CLI_OPT_U64("seed", 0, &a->seed, 0, UINT64_MAX, "a number in 0..2^64-1"),
+		CLI_OPT_CUSTOM("l3-tokens", 0, &a->l3_tokens, parse_l3_tokens,
+			       "a number >= 1 or 'unlimited'"),
+		CLI_OPT_FLAG("processes", 0, &a->processes),
+		CLI_OPT_HELP("help", 'h'),
 	};
-	uint64_t v;
-	int c;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		const char *arg = optarg;
-		switch (c) {
-		case OPT_SEQUENTIAL:
-			a->sequential = true;
-			break;
-		case OPT_NO_DATA:
-			a->no_data = true;
-			break;
-		case OPT_JSON:
-			a->json = true;
-			break;
-		case OPT_MULTITURN:
-			a->multiturn = true;
-			break;
-		case OPT_PROCESSES:
-			a->processes = true;
-			break;
-		case OPT_PAGE_TOKENS:
-			if (!cli_parse_u64(arg, 1, 1u << 20, &v))
-				return bad_value("page-tokens", arg, "a number in 1..1048576");
-			a->page_tokens = (uint32_t)v;
-			break;
-		case OPT_L1:
-		case OPT_L2:
-			if (!strcmp(arg, "unlimited"))
-				v = UINT64_MAX;
-			else if (!cli_parse_u64(arg, 1, UINT64_MAX / 2, &v))
-				return bad_value(c == OPT_L1 ? "l1-tokens" : "l2-tokens", arg,
-						 "a number >= 1 or 'unlimited'");
-			*(c == OPT_L1 ? &a->l1_tokens : &a->l2_tokens) = v;
-			break;
-		case OPT_L3:
-			if (!strcmp(arg, "none")) {
-				a->l3 = L3_NONE;
-			} else if (!strcmp(arg, "mem")) {
-				a->l3 = L3_MEM;
-			} else if (!strncmp(arg, "file:", 5) && arg[5]) {
-				a->l3 = L3_FILE;
-				a->l3_dir = arg + 5;
-			} else if (!strcmp(arg, "s3")) {
-				a->l3 = L3_S3;
-			} else if (!strncmp(arg, "s3://", 5) && arg[5] && arg[5] != '/') {
-				/* s3://BUCKET[/PREFIX]: the bucket's name ends at '/'. */
-				static char bucket[256];
-				const char *slash = strchr(arg + 5, '/');
-				size_t len = slash ? (size_t)(slash - arg - 5) : strlen(arg + 5);
-				if (len >= sizeof(bucket))
-					return bad_value("l3", arg,
-							 "an s3:// URL with a bucket name "
-							 "under 256 bytes");
-				memcpy(bucket, arg + 5, len);
-				bucket[len] = 0;
-				a->l3 = L3_S3;
-				a->s3_bucket = bucket;
-				a->s3_prefix = slash && slash[1] ? slash + 1 : NULL;
-			} else {
-				return bad_value("l3", arg,
-						 "none, mem, file:DIR or s3[://BUCKET[/PREFIX]]");
-			}
-			break;
-		case OPT_KV_BYTES:
-			if (!cli_parse_u64(arg, 2, 1u << 24, &v) || v % 2)
-				return bad_value("kv-bytes-per-token", arg,
-						 "an even number in 2..16777216");
-			a->kv_bytes = v;
-			break;
-		case OPT_PREFILL:
-		case OPT_SPEED: {
-			char *end;
-			errno = 0;
-			double x = strtod(arg, &end);
-			if (errno || *end || end == arg || !(x > 0) || x > 1e12)
-				return bad_value(c == OPT_SPEED ? "speed" : "prefill-tokens-per-s",
-						 arg, "a number > 0");
-			*(c == OPT_SPEED ? &a->speed : &a->prefill_tps) = x;
-			break;
-		}
-		case OPT_CONCURRENCY:
-			if (!cli_parse_u64(arg, 1, 4096, &v))
-				return bad_value("concurrency", arg, "a number in 1..4096");
-			a->concurrency = v;
-			break;
-		case OPT_CLIENTS:
-		case OPT_ROUNDS:
-		case OPT_REQ_TOKENS:
-		case OPT_OUT_TOKENS: {
-			static const char *const names[] = {"clients", "rounds", "request-tokens",
-							    "output-tokens"};
-			uint64_t *dst[] = {&a->clients, &a->rounds, &a->request_tokens,
-					   &a->output_tokens};
-			int k = c - OPT_CLIENTS;
-			if (!cli_parse_u64(arg, c == OPT_OUT_TOKENS ? 0 : 1, 1u << 24, &v))
-				return bad_value(names[k], arg, "a number in range");
-			*dst[k] = v;
-			break;
-		}
-		case OPT_MAMBA_BYTES:
-			if (!cli_parse_u64(arg, 0, 1u << 30, &v))
-				return bad_value("mamba-bytes", arg, "a number in 0..1073741824");
-			a->mamba_bytes = v;
-			break;
-		case OPT_MAMBA_HOST:
-			if (!cli_parse_u64(arg, 1, 1u << 30, &v))
-				return bad_value("mamba-host-states", arg,
-						 "a number in 1..1073741824");
-			a->mamba_host_states = v;
-			break;
-		case OPT_INSTANCES:
-			if (!cli_parse_u64(arg, 1, REPLAY_MAX_INSTANCES, &v))
-				return bad_value("instances", arg, "a number in 1..1024");
-			a->instances = v;
-			break;
-		case OPT_ROUTER: {
-			enum router r = ROUTER_RR;
-			while (r <= ROUTER_TTFT && strcmp(arg, replay_router_name(r)))
-				r++;
-			if (r > ROUTER_TTFT)
-				return bad_value("router", arg, "round-robin, random, prefix or ttft");
-			a->router = r;
-			break;
-		}
-		case OPT_SEED:
-			if (!cli_parse_u64(arg, 0, UINT64_MAX, &v))
-				return bad_value("seed", arg, "a number in 0..2^64-1");
-			a->seed = v;
-			break;
-		case OPT_L3_TOKENS:
-			if (!strcmp(arg, "unlimited"))
-				v = 0;
-			else if (!cli_parse_u64(arg, 1, UINT64_MAX / 2, &v))
-				return bad_value("l3-tokens", arg, "a number >= 1 or 'unlimited'");
-			a->l3_tokens = v;
-			break;
-		case 'h':
-			replay_usage(stdout);
-			return -1;
-		default:
-			/* A long option's optopt is its code: name the word. */
-			if (optopt && optopt < OPT_SEQUENTIAL)
-				fprintf(stderr, "hicache replay: bad or incomplete option '-%c'\n",
-					optopt);
-			else
-				fprintf(stderr, "hicache replay: bad option '%s'\n",
-					argv[optind - 1]);
-			replay_usage(stderr);
-			return 2;
-		}
+	int rc = cli_opts_parse("replay", opts, CLI_OPTS_COUNT(opts), bad_option, argc, argv,
+				&first);
+	a->router = (enum router)router;
+	if (rc == CLI_OPTS_HELP) {
+		replay_usage(stdout);
+		return -1;
 	}
-	if (a->multiturn ? optind != argc : optind != argc - 1) {
+	if (rc)
+		return rc;
+	if (a->multiturn ? first != argc : first != argc - 1) {
 		fprintf(stderr, "hicache replay: %s\n",
 			a->multiturn ? "--multiturn takes no TRACE" : "exactly one TRACE expected");
 		replay_usage(stderr);
 		return 2;
 	}
 	if (!a->multiturn)
-		a->trace = argv[optind];
+		a->trace = argv[first];
 	return 0;
 }
