@@ -1,13 +1,13 @@
 /* hicache gc: delete the oldest pages of a file store or of an
  * s3://bucket/prefix (all objects of a page together) until it holds at most --capacity-gb, as the store's own
  * cleaner does (hc_file_gc(); the store need not be open). */
+#include "cli_opts.h"
 #include "commands.h"
 
 #include <hicache/hicache.h>
 #include <hicache/store.h>
 
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,52 +26,38 @@ static bool parse_gb(const char *s, double *out)
 	return true;
 }
 
+static int parse_gb_opt(const char *arg, void *dst)
+{
+	return parse_gb(arg, dst) ? 0 : 1;
+}
+
 int cmd_gc(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"capacity-gb", required_argument, NULL, 'c'},
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	bool json = false, have_cap = false;
 	double gb = 0;
-	int c;
-
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":c:jh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			if (!parse_gb(optarg, &gb)) {
-				fprintf(stderr, "hicache gc: --capacity-gb '%s' is not a number "
-						"in 0..%g\n", optarg, GC_CAPACITY_GB_MAX);
-				return 2;
-			}
-			have_cap = true;
-			break;
-		case 'j': json = true; break;
-		case 'h': return cli_help(stdout, "gc");
-		case ':':
-			fprintf(stderr, "hicache gc: option '%s' needs a value\n",
-				argv[optind - 1]);
-			return 2;
-		default:
-			fprintf(stderr, "hicache gc: unknown option '%s' (see --help)\n",
-				argv[optind - 1]);
-			return 2;
-		}
-	}
+	char want[64];
+	int first;
+	snprintf(want, sizeof(want), "a number in 0..%g", GC_CAPACITY_GB_MAX);
+	const struct cli_opt opts[] = {
+		CLI_OPT_CUSTOM("capacity-gb", 'c', &gb, parse_gb_opt, want, .seen = &have_cap),
+		CLI_OPT_FLAG("json", 'j', &json),
+		CLI_OPT_HELP("help", 'h'),
+	};
+	int prc = cli_opts_parse("gc", opts, CLI_OPTS_COUNT(opts), NULL, argc, argv, &first);
+	if (prc == CLI_OPTS_HELP)
+		return cli_help(stdout, "gc");
+	if (prc)
+		return prc;
 	if (!have_cap) {
 		fprintf(stderr, "hicache gc: --capacity-gb is required (see --help)\n");
 		return 2;
 	}
-	if (optind == argc) {
+	if (first == argc) {
 		fprintf(stderr, "hicache gc: no directory given (see --help)\n");
 		return 2;
 	}
-	const char *const *dirs = (const char *const *)&argv[optind];
-	size_t ndirs = (size_t)(argc - optind);
+	const char *const *dirs = (const char *const *)&argv[first];
+	size_t ndirs = (size_t)(argc - first);
 	uint64_t cap = (uint64_t)llround(gb * 1e9), pages = 0, bytes = 0;
 	struct hc_ls_report left;
 	int rc = hc_file_gc(dirs, ndirs, cap, &pages, &bytes);

@@ -2,13 +2,13 @@
  * of its oldest and newest objects, from a scan of its directories or a
  * listing of an s3://bucket/prefix (hc_file_ls(); the store need not be
  * open). */
+#include "cli_opts.h"
 #include "commands.h"
 
 #include <hicache/hicache.h>
 #include <hicache/store.h>
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -48,32 +48,23 @@ static void ls_print(const struct hc_ls_report *r, bool json)
 
 int cmd_ls(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	bool json = false;
-	int c;
-
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': json = true; break;
-		case 'h': return cli_help(stdout, "ls");
-		default:
-			fprintf(stderr, "hicache ls: unknown option '%s' (see --help)\n",
-				argv[optind - 1]);
-			return 2;
-		}
-	}
-	if (optind == argc) {
+	int first;
+	const struct cli_opt opts[] = {
+		CLI_OPT_FLAG("json", 'j', &json),
+		CLI_OPT_HELP("help", 'h'),
+	};
+	int prc = cli_opts_parse("ls", opts, CLI_OPTS_COUNT(opts), NULL, argc, argv, &first);
+	if (prc == CLI_OPTS_HELP)
+		return cli_help(stdout, "ls");
+	if (prc)
+		return prc;
+	if (first == argc) {
 		fprintf(stderr, "hicache ls: no directory given (see --help)\n");
 		return 2;
 	}
 	struct hc_ls_report r;
-	int rc = hc_file_ls((const char *const *)&argv[optind], (size_t)(argc - optind), &r);
+	int rc = hc_file_ls((const char *const *)&argv[first], (size_t)(argc - first), &r);
 	if (rc) {
 		cli_report("ls", rc);
 		return 1;
