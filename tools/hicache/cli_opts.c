@@ -80,8 +80,11 @@ static int take(const char *cmd, const struct cli_opt *o, const char *arg)
 	bool ok = true;
 
 	switch (o->kind) {
-	case CLI_FLAG: *(bool *)o->dst = true; break;
-	case CLI_HELP: break;
+	case CLI_FLAG:
+		*(bool *)o->dst = true;
+		break;
+	case CLI_HELP:
+		break;
 	case CLI_STRING:
 		ok = !(o->min && !arg[0]);
 		if (ok)
@@ -169,7 +172,8 @@ int cli_opts_parse(const char *cmd, const struct cli_opt *table, size_t n,
 		const struct cli_opt *o = &table[i];
 		bool has_arg = o->kind != CLI_FLAG && o->kind != CLI_HELP;
 		longopts[i] = (struct option){o->name, has_arg ? required_argument : no_argument,
-					      NULL, o->letter ? o->letter : LONG_ONLY_BASE + (int)i};
+					      NULL,
+					      o->letter ? o->letter : LONG_ONLY_BASE + (int)i};
 		if (o->letter) {
 			shortopts[ns++] = (char)o->letter;
 			if (has_arg)
@@ -186,8 +190,9 @@ int cli_opts_parse(const char *cmd, const struct cli_opt *table, size_t n,
 	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		if (c == ':' || c == '?') {
 			const char *word = argv[optind - 1];
-			int letter = strncmp(word, "--", 2) && optopt > 0 &&
-				     optopt < LONG_ONLY_BASE ? optopt : 0;
+			int letter = strncmp(word, "--", 2) && optopt > 0 && optopt < LONG_ONLY_BASE
+					     ? optopt
+					     : 0;
 			bad_option(cmd, word, letter, c == ':');
 			return 2;
 		}

@@ -48,7 +48,9 @@ struct cli_opt {
 
 /* Table entries, one per kind (the name first: tests/integration/
  * cli_help.sh finds a command's options by CLI_OPT_*("name"). The
- * trailing arguments are more designated fields: .seen = &given. */
+ * trailing arguments are more designated fields: .seen = &given. One
+ * line each, as a table reads. */
+/* clang-format off */
 #define CLI_OPT_FLAG(name, letter, d, ...) {name, letter, CLI_FLAG, .dst = (d), __VA_ARGS__}
 #define CLI_OPT_HELP(name, letter) {name, letter, CLI_HELP, .dst = NULL}
 #define CLI_OPT_STRING(name, letter, d, nonempty, want_, ...)                                    \
@@ -67,6 +69,7 @@ struct cli_opt {
 	{name, letter, CLI_ENUM, .dst = (d), .choices = (choices_), __VA_ARGS__}
 #define CLI_OPT_CUSTOM(name, letter, d, parse_, want_, ...)                                      \
 	{name, letter, CLI_CUSTOM, .dst = (d), .parse = (parse_), .want = (want_), __VA_ARGS__}
+/* clang-format on */
 
 #define CLI_OPTS_COUNT(table) (sizeof(table) / sizeof((table)[0]))
 
