@@ -8,7 +8,7 @@
  * The CLI's own main is not linked: cli_report and cli_help are given
  * here with the same contract (a message on stderr; help not reached).
  */
-// HC_FUZZ_SOURCES: tools/hicache/keys.c
+// HC_FUZZ_SOURCES: tools/hicache/keys.c tools/hicache/cli_opts.c
 #define _GNU_SOURCE
 #include "commands.h"
 

@@ -15,6 +15,26 @@
 /* getopt_long's value for the option of table index i without a letter. */
 #define LONG_ONLY_BASE 256
 
+bool cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!s || !*s)
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		unsigned d = (unsigned)(*s - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	if (v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
 int cli_opts_bad_value(const char *cmd, const char *opt, const char *val, const char *want)
 {
 	fprintf(stderr, "hicache %s: --%s '%s' is not %s\n", cmd, opt, val, want);

@@ -8,12 +8,12 @@
  * left unprinted. Millions of tokens take a fraction of a second.
  */
 #define _GNU_SOURCE
+#include "cli_opts.h"
 #include "commands.h"
 
 #include <hicache/hicache.h>
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,24 +27,6 @@
 #define KEYS_OUT_BYTES (1u << 20)
 /* How much of a bad token an error message shows. */
 #define KEYS_SHOW_MAX 32
-
-/* Strict decimal: digits only, no sign, no trailing text, within max. */
-static bool keys_parse_u32(const char *s, uint32_t max, uint32_t *out)
-{
-	uint64_t v = 0;
-
-	if (!s || !*s)
-		return false;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return false;
-		v = v * 10 + (uint64_t)(*s - '0');
-		if (v > max)
-			return false;
-	}
-	*out = (uint32_t)v;
-	return true;
-}
 
 struct keys_out {
 	char *buf;
@@ -234,85 +216,46 @@ out:
 	return rc;
 }
 
+/* The library reads "" as no model; on the command line it is more
+ * likely an unset shell variable. */
+static int parse_model(const char *arg, void *dst)
+{
+	if (!arg[0]) {
+		fprintf(stderr, "hicache keys: --model is empty\n");
+		return 2;
+	}
+	*(const char **)dst = arg;
+	return 0;
+}
+
 int cmd_keys(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"page-size", required_argument, NULL, 'p'},
-		{"model", required_argument, NULL, 'm'},
-		{"tp-rank", required_argument, NULL, 'r'},
-		{"tp-size", required_argument, NULL, 's'},
-		{"mla", no_argument, NULL, 'M'},
-		{"salt", required_argument, NULL, 'S'},
-		{"extra-key", required_argument, NULL, 'E'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	uint32_t page_size = 0, tp_rank = 0, tp_size = 0;
+	uint64_t page_size = 0, tp_rank = 0, tp_size = 0;
 	bool have_rank = false, mla = false;
 	const char *model = NULL, *salt = NULL, *extra = NULL;
-	char suffix[HC_SUFFIX_MAX];
+	char suffix[HC_SUFFIX_MAX], page_want[64];
 	struct keys_state st = {0};
-	int c, rc;
+	int first, rc;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":p:m:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (!keys_parse_u32(optarg, KEYS_PAGE_SIZE_MAX, &page_size) || !page_size) {
-				fprintf(stderr, "hicache keys: --page-size '%s' is not a number "
-						"in 1..%u\n", optarg, KEYS_PAGE_SIZE_MAX);
-				return 2;
-			}
-			break;
-		case 'm':
-			/* The library reads "" as no model; on the command line it is
-			 * more likely an unset shell variable. */
-			if (!optarg[0]) {
-				fprintf(stderr, "hicache keys: --model is empty\n");
-				return 2;
-			}
-			model = optarg;
-			break;
-		case 'r':
-			if (!keys_parse_u32(optarg, UINT32_MAX, &tp_rank)) {
-				fprintf(stderr, "hicache keys: --tp-rank '%s' is not a number\n",
-					optarg);
-				return 2;
-			}
-			have_rank = true;
-			break;
-		case 's':
-			if (!keys_parse_u32(optarg, UINT32_MAX, &tp_size) || !tp_size) {
-				fprintf(stderr, "hicache keys: --tp-size '%s' is not a number "
-						"of at least 1\n", optarg);
-				return 2;
-			}
-			break;
-		case 'M':
-			mla = true;
-			break;
-		case 'S':
-			salt = optarg;
-			break;
-		case 'E':
-			extra = optarg;
-			break;
-		case 'h':
-			return cli_help(stdout, "keys");
-		case ':':
-			fprintf(stderr, "hicache keys: option '%s' needs a value\n",
-				argv[optind - 1]);
-			return 2;
-		default:
-			fprintf(stderr, "hicache keys: unknown option '%s' (see --help)\n",
-				argv[optind - 1]);
-			return 2;
-		}
-	}
-	if (optind < argc) {
+	snprintf(page_want, sizeof(page_want), "a number in 1..%u", KEYS_PAGE_SIZE_MAX);
+	const struct cli_opt opts[] = {
+		CLI_OPT_U64("page-size", 'p', &page_size, 1, KEYS_PAGE_SIZE_MAX, page_want),
+		CLI_OPT_CUSTOM("model", 'm', &model, parse_model, NULL),
+		CLI_OPT_U64("tp-rank", 0, &tp_rank, 0, UINT32_MAX, "a number", .seen = &have_rank),
+		CLI_OPT_U64("tp-size", 0, &tp_size, 1, UINT32_MAX, "a number of at least 1"),
+		CLI_OPT_FLAG("mla", 0, &mla),
+		CLI_OPT_STRING("salt", 0, &salt, 0, NULL),
+		CLI_OPT_STRING("extra-key", 0, &extra, 0, NULL),
+		CLI_OPT_HELP("help", 'h'),
+	};
+	rc = cli_opts_parse("keys", opts, CLI_OPTS_COUNT(opts), NULL, argc, argv, &first);
+	if (rc == CLI_OPTS_HELP)
+		return cli_help(stdout, "keys");
+	if (rc)
+		return rc;
+	if (first < argc) {
 		fprintf(stderr, "hicache keys: unexpected argument '%s'; tokens come from stdin\n",
-			argv[optind]);
+			argv[first]);
 		return 2;
 	}
 	if (!page_size) {
@@ -323,7 +266,7 @@ int cmd_keys(int argc, char **argv)
 		fprintf(stderr, "hicache keys: --tp-rank needs --tp-size\n");
 		return 2;
 	}
-	rc = hc_key_suffix(model, tp_rank, tp_size, mla, suffix, sizeof(suffix));
+	rc = hc_key_suffix(model, (uint32_t)tp_rank, (uint32_t)tp_size, mla, suffix, sizeof(suffix));
 	if (rc < 0) {
 		cli_report("keys: suffix", rc);
 		return 2;
@@ -337,7 +280,7 @@ int cmd_keys(int argc, char **argv)
 		st.have_prior = true;
 	}
 
-	st.page_size = page_size;
+	st.page_size = (uint32_t)page_size;
 	st.suffix = suffix;
 	st.cap = page_size >= KEYS_BATCH_TOKENS ? page_size
 						: KEYS_BATCH_TOKENS / page_size * page_size;

@@ -31,26 +31,6 @@ static void usage(FILE *out)
 		     "manual of\none command; 'hicache help' the manual of hicache.\n");
 }
 
-bool cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (!s || !*s)
-		return false;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return false;
-		unsigned d = (unsigned)(*s - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	if (v < min || v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
 void cli_report(const char *what, int rc)
 {
 	const char *detail = hc_last_error();
