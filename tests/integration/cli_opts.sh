@@ -66,6 +66,11 @@ expect_usage "hicache fsck: unknown option '--json=yes' (see --help)" fsck --jso
 expect_usage "hicache replay: bad option '--speed'" replay --multiturn --speed
 expect_usage "hicache replay: bad or incomplete option '-q'" replay --multiturn -q
 grep -q '^usage: hicache replay' "$TMP/err" || fail "replay -q: no usage on stderr"
+# config says its synopsis after the common wording (it once let getopt
+# speak: "config: invalid option -- 'x'").
+expect_usage "hicache config: unknown option '-x' (see --help)" config -x
+grep -q '^usage: hicache config' "$TMP/err" || fail "config -x: no usage on stderr"
+expect_usage "hicache config: option '--config' needs a value" config --config
 # The first bad option is the one named.
 expect_usage "hicache bench: --pages 'x' is not a number of at least 1" \
 	"${B[@]}" --pages x --threads 0

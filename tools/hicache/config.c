@@ -1,10 +1,10 @@
 /* hicache config: show every configuration key, its effective value and
  * where that value came from (default, environment, JSON). */
+#include "cli_opts.h"
 #include "commands.h"
 
 #include <hicache/hicache.h>
 
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,27 +30,36 @@ static void print_key(const char *key, enum hc_config_type type, const char *env
 	printf("\n");
 }
 
+/* The common wording, then the synopsis (config's usage errors always
+ * showed it). */
+static void bad_option(const char *cmd, const char *word, int letter, bool missing_value)
+{
+	(void)letter;
+	if (missing_value)
+		fprintf(stderr, "hicache %s: option '%s' needs a value\n", cmd, word);
+	else
+		fprintf(stderr, "hicache %s: unknown option '%s' (see --help)\n", cmd, word);
+	cli_usage(stderr, cmd);
+}
+
 int cmd_config(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"config", required_argument, NULL, 'c'},
-		{"verbose", no_argument, NULL, 'v'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	const char *json = NULL;
 	bool verbose = false;
-	int c;
-	while ((c = getopt_long(argc, argv, "c:vh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'c': json = optarg; break;
-		case 'v': verbose = true; break;
-		case 'h': return cli_help(stdout, "config");
-		default: cli_usage(stderr, "config"); return 2;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "hicache config: unexpected argument '%s'\n", argv[optind]);
+	int first;
+	const struct cli_opt opts[] = {
+		CLI_OPT_STRING("config", 'c', &json, 0, NULL),
+		CLI_OPT_FLAG("verbose", 'v', &verbose),
+		CLI_OPT_HELP("help", 'h'),
+	};
+	int prc = cli_opts_parse("config", opts, CLI_OPTS_COUNT(opts), bad_option, argc, argv,
+				 &first);
+	if (prc == CLI_OPTS_HELP)
+		return cli_help(stdout, "config");
+	if (prc)
+		return prc;
+	if (first != argc) {
+		fprintf(stderr, "hicache config: unexpected argument '%s'\n", argv[first]);
 		return 2;
 	}
 	struct hc_config *cfg = NULL;
