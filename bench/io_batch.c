@@ -271,8 +271,9 @@ int main(int argc, char **argv)
 	int rc = 0;
 	const enum io_engine_kind kinds[] = {IO_ENGINE_URING, IO_ENGINE_THREADS};
 	for (int k = 0; k < 2; k++) {
-		struct io_engine_opts o = {
-			.kind = kinds[k], .queue_depth = r.batch, .threads = threads};
+		struct io_engine_opts o = {.kind = kinds[k],
+					   .queue_depth = r.batch,
+					   .threads = threads};
 		struct io_engine *e;
 		if (io_engine_create(&o, &e)) {
 			printf("%-8s unavailable: %s\n", io_engine_kind_name(kinds[k]),

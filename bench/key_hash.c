@@ -148,7 +148,9 @@ int main(int argc, char **argv)
 	return 0;
 
 usage:
-	fprintf(stderr, "usage: %s [--tokens N (1..2^32)] [--page-size P (<= N)] [--reps R] "
-			"[--dump FILE]\n", argv[0]);
+	fprintf(stderr,
+		"usage: %s [--tokens N (1..2^32)] [--page-size P (<= N)] [--reps R] "
+		"[--dump FILE]\n",
+		argv[0]);
 	return 2;
 }

@@ -84,8 +84,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (gib <= 0 || runs < 1 || runs > MAX_RUNS || many < 2) {
-		fprintf(stderr, "usage: bench_prefault [size_gib>0] [runs 1..%d] [threads>=2] "
-			"[thp|off|prefer|required]\n", MAX_RUNS);
+		fprintf(stderr,
+			"usage: bench_prefault [size_gib>0] [runs 1..%d] [threads>=2] "
+			"[thp|off|prefer|required]\n",
+			MAX_RUNS);
 		return 2;
 	}
 	size_t len = (size_t)(gib * (double)(1ull << 30));
@@ -99,8 +101,8 @@ int main(int argc, char **argv)
 	const unsigned counts[2] = {1, (unsigned)many};
 	double t[2][MAX_RUNS];
 	const char *backing = "?";
-	printf("pre-fault of %.2f GiB (%zu bytes), huge pages %s, %d runs, 1 vs %d threads\n",
-	       gib, len, argc > 4 ? argv[4] : "thp", runs, many);
+	printf("pre-fault of %.2f GiB (%zu bytes), huge pages %s, %d runs, 1 vs %d threads\n", gib,
+	       len, argc > 4 ? argv[4] : "thp", runs, many);
 	for (int k = 0; k < 2; k++)
 		if (one_run(len, counts[k], mode, &backing) < 0)
 			return 1;

@@ -54,8 +54,9 @@ static size_t seq_fill(uint64_t i, uint32_t *out)
 	size_t conv_pages = 8 + conv % 8;
 	size_t npages = 32 + mix(i) % 33;
 	for (size_t p = 0; p < npages; p++) {
-		uint64_t owner = p < PROMPT_PAGES ? prompt
-				 : p < PROMPT_PAGES + conv_pages ? 1000 + conv : 1000000 + i;
+		uint64_t owner = p < PROMPT_PAGES                ? prompt
+				 : p < PROMPT_PAGES + conv_pages ? 1000 + conv
+								 : 1000000 + i;
 		for (uint32_t k = 0; k < ps; k++)
 			out[p * ps + k] = (uint32_t)mix(owner << 32 ^ (p * ps + k));
 	}

@@ -117,8 +117,8 @@ struct hc_cache_opts {
 	/* Per-token KV geometry: layers, heads, head_dim, elem_bytes, layout,
 	 * mla. page_size and pages are ignored (taken from above and below). */
 	struct hc_kv_geometry kv;
-	uint64_t device_tokens; /* device capacity, rounded down to pages */
-	uint64_t host_tokens;   /* host pool capacity, rounded down to pages */
+	uint64_t device_tokens;                  /* device capacity, rounded down to pages */
+	uint64_t host_tokens;                    /* host pool capacity, rounded down to pages */
 	enum hc_cache_write_policy write_policy; /* default write_through */
 	uint32_t prefetch_threshold;             /* tokens (default 256) */
 	/* L3, or NULL. Not owned; the cache registers its host pool with it. */
@@ -167,10 +167,10 @@ HC_API int hc_cache_dev_read(struct hc_cache *cache, uint64_t slot, void *dst, s
 /* ---- requests ---- */
 
 struct hc_cache_req_info {
-	size_t dev_tokens;  /* matched on device at hc_cache_match() */
-	size_t host_tokens; /* matched on host at hc_cache_match() */
-	size_t l3_tokens;   /* prefetched from L3 (final after hc_cache_prefetch_wait()) */
-	size_t l3_pending;  /* tokens the prefetch is fetching (0 when none) */
+	size_t dev_tokens;    /* matched on device at hc_cache_match() */
+	size_t host_tokens;   /* matched on host at hc_cache_match() */
+	size_t l3_tokens;     /* prefetched from L3 (final after hc_cache_prefetch_wait()) */
+	size_t l3_pending;    /* tokens the prefetch is fetching (0 when none) */
 	size_t loaded_tokens; /* host -> device by hc_cache_load() */
 };
 

@@ -32,7 +32,7 @@ enum hc_config_type {
 	HC_CONFIG_INT,    /* int64 with bounds */
 	HC_CONFIG_NUMBER, /* double with bounds */
 	HC_CONFIG_STRING,
-	HC_CONFIG_LIST,   /* JSON array of strings, or a comma-separated string */
+	HC_CONFIG_LIST, /* JSON array of strings, or a comma-separated string */
 };
 
 /* Where the effective value of a key came from. */
@@ -68,8 +68,8 @@ HC_API int hc_config_get_list(const struct hc_config *cfg, const char *key,
  * type, environment variable, effective value as text, source and one-line
  * documentation. Strings are valid during the call only. */
 typedef void (*hc_config_visit_fn)(const char *key, enum hc_config_type type, const char *env,
-				   const char *value, enum hc_config_source source,
-				   const char *doc, void *arg);
+				   const char *value, enum hc_config_source source, const char *doc,
+				   void *arg);
 HC_API void hc_config_foreach(const struct hc_config *cfg, hc_config_visit_fn fn, void *arg);
 
 #ifdef __cplusplus

@@ -46,8 +46,8 @@ enum hc_mem_backing {
 typedef int (*hc_mem_hook_fn)(void *addr, size_t len, void *arg);
 
 struct hc_mem_opts {
-	size_t struct_size;        /* sizeof(struct hc_mem_opts), set by hc_mem_opts_init() */
-	size_t huge_page_size;     /* HC_HUGE_2MB or HC_HUGE_1GB; prefer and required only */
+	size_t struct_size;    /* sizeof(struct hc_mem_opts), set by hc_mem_opts_init() */
+	size_t huge_page_size; /* HC_HUGE_2MB or HC_HUGE_1GB; prefer and required only */
 	enum hc_huge_mode huge_mode;
 	unsigned prefault_threads; /* 0 = automatic (one per CPU, 1 GiB per thread at least) */
 	bool prefault;             /* touch every page now (default true) */

@@ -85,10 +85,10 @@ struct hc_kv_geometry {
 };
 
 struct hc_mamba_geometry {
-	uint64_t slots;          /* states (pages of one token) */
+	uint64_t slots; /* states (pages of one token) */
 	uint32_t layers;
-	uint64_t temporal_bytes; /* per layer and slot; 0 = no temporal buffer */
-	uint32_t nconv;          /* 0..HC_MAMBA_MAX_CONV */
+	uint64_t temporal_bytes;                /* per layer and slot; 0 = no temporal buffer */
+	uint32_t nconv;                         /* 0..HC_MAMBA_MAX_CONV */
 	uint64_t conv_bytes[HC_MAMBA_MAX_CONV]; /* per layer and slot, each > 0 */
 };
 
@@ -156,9 +156,9 @@ HC_API int hc_pool_wrap_indexer(const struct hc_indexer_geometry *geo, const str
  * K/V, ...): page p of it is [base + p * page_stride, + seg_len). */
 struct hc_segment_buffer {
 	void *base;
-	size_t len;            /* bytes of the buffer: >= (pages - 1) * page_stride + seg_len */
-	uint64_t page_stride;  /* >= seg_len */
-	uint64_t seg_len;      /* > 0 */
+	size_t len;           /* bytes of the buffer: >= (pages - 1) * page_stride + seg_len */
+	uint64_t page_stride; /* >= seg_len */
+	uint64_t seg_len;     /* > 0 */
 	enum hc_component component; /* HC_COMP_K, HC_COMP_V or HC_COMP_PLAIN; names its object */
 	uint32_t index;
 };
@@ -206,8 +206,8 @@ HC_API unsigned hc_pool_segment_count(const struct hc_pool *pool);
 /* Fill segs with the page's segments. Returns the count, -EINVAL (page out
  * of range, segs NULL), -EOPNOTSUPP (layout not contiguous, or anchor pool),
  * -ENOSPC (max too small). Addresses live as long as the pool. */
-HC_API int hc_pool_page_segments(const struct hc_pool *pool, uint64_t page,
-				 struct hc_segment *segs, unsigned max);
+HC_API int hc_pool_page_segments(const struct hc_pool *pool, uint64_t page, struct hc_segment *segs,
+				 unsigned max);
 
 /* Copy the page into flat bytes / from flat bytes. len must be at least
  * hc_pool_page_bytes(). Returns 0 or -EINVAL (page out of range, NULL,
@@ -265,10 +265,11 @@ HC_API struct hc_pool *hc_pool_group_at(const struct hc_pool_group *group, size_
  */
 struct hc_pool_sizing {
 	size_t struct_size;
-	uint64_t bytes;         /* > 0: pool of this many bytes (config hicache_size, GB) */
-	double ratio;           /* else ratio x device_pages (config hicache_ratio, default 2.0) */
-	uint64_t device_pages;  /* pages in the device pool, for the ratio */
-	uint64_t reserve_bytes; /* memory to leave free (config host_memory_reserve_gb, default 10) */
+	uint64_t bytes;        /* > 0: pool of this many bytes (config hicache_size, GB) */
+	double ratio;          /* else ratio x device_pages (config hicache_ratio, default 2.0) */
+	uint64_t device_pages; /* pages in the device pool, for the ratio */
+	/* Memory to leave free (config host_memory_reserve_gb, default 10). */
+	uint64_t reserve_bytes;
 };
 HC_API void hc_pool_sizing_init(struct hc_pool_sizing *s, size_t size);
 HC_API int hc_pool_sizing_from_config(struct hc_pool_sizing *s, const struct hc_config *cfg);

@@ -120,14 +120,14 @@ enum hc_pool_sharing {
 
 struct hc_pool_reg {
 	size_t struct_size;
-	bool anchor;                 /* the pool v1 calls use (see above) */
+	bool anchor; /* the pool v1 calls use (see above) */
 	enum hc_pool_sharing sharing;
 	/* NULL: the suffix the sharing rule gives. Else used verbatim for this
 	 * pool's objects (e.g. to add pipeline or context-parallel ranks:
 	 * "_<model>_<tp>_<tps>_<pps>_<ppr>"): at most HC_SUFFIX_MAX - 1 bytes,
 	 * no '/', and the full names must fit (checked here: -EINVAL). */
 	const char *suffix;
-	bool force_bounce;           /* this pool only; the store's option still applies */
+	bool force_bounce; /* this pool only; the store's option still applies */
 };
 HC_API void hc_pool_reg_init(struct hc_pool_reg *reg, size_t size);
 /* hc_store_register_pool with options (reg NULL = defaults: sharing
@@ -139,8 +139,8 @@ HC_API void hc_pool_reg_init(struct hc_pool_reg *reg, size_t size);
  * message names it); -EEXIST (name taken, second anchor, or objects named
  * as another pool's: '<key><suffix><component>' must differ); -ENOSPC (16
  * pools registered); -ENOMEM; or the error of the zero-copy probe. */
-HC_API int hc_store_register_pool_ex(struct hc_store *store, const char *name,
-				     struct hc_pool *pool, const struct hc_pool_reg *reg);
+HC_API int hc_store_register_pool_ex(struct hc_store *store, const char *name, struct hc_pool *pool,
+				     const struct hc_pool_reg *reg);
 /* Remove a registered pool (the anchor too; "kv" names the anchor as in
  * transfers). Waits until no transfer uses it (a started op uses its pools
  * until its pages are done, not until hc_store_op_wait()); transfers that
@@ -155,10 +155,10 @@ HC_API int hc_store_register_group(struct hc_store *store, const struct hc_pool_
 
 struct hc_store_pool_info {
 	bool zero_copy;
-	size_t slot_bytes;  /* bounce slot size (0 in zero-copy mode) */
-	size_t page_bytes;  /* flat page bytes */
-	size_t alignment;   /* direct-I/O alignment the context was chosen for */
-	unsigned objects;   /* objects per page */
+	size_t slot_bytes; /* bounce slot size (0 in zero-copy mode) */
+	size_t page_bytes; /* flat page bytes */
+	size_t alignment;  /* direct-I/O alignment the context was chosen for */
+	unsigned objects;  /* objects per page */
 };
 HC_API int hc_store_pool_info(const struct hc_store *store, const char *pool,
 			      struct hc_store_pool_info *out);
@@ -233,12 +233,12 @@ enum hc_hit_policy {
 };
 
 struct hc_pool_transfer {
-	const char *pool;           /* registered name; "kv" or the anchor's name for KV */
+	const char *pool; /* registered name; "kv" or the anchor's name for KV */
 	const struct hc_key *keys;
 	size_t n;
-	const uint64_t *pages;      /* n pages of that pool (not read by exists_v2) */
-	enum hc_hit_policy policy;  /* exists_v2 only */
-	int *results;               /* n outcomes (may be NULL) */
+	const uint64_t *pages;     /* n pages of that pool (not read by exists_v2) */
+	enum hc_hit_policy policy; /* exists_v2 only */
+	int *results;              /* n outcomes (may be NULL) */
 	/* With keys NULL: n names in place of keys (see Keys above). */
 	const char *const *names;
 };
@@ -285,11 +285,11 @@ struct hc_exists_query {
 	size_t n;
 	const struct hc_pool_transfer *transfers;
 	size_t nt;
-	uint64_t kv_hit_pages;    /* out */
-	uint64_t *pool_hits;      /* out: nt entries (may be NULL when nt is 0) */
-	uint64_t *endpoints;      /* out, may be NULL */
+	uint64_t kv_hit_pages; /* out */
+	uint64_t *pool_hits;   /* out: nt entries (may be NULL when nt is 0) */
+	uint64_t *endpoints;   /* out, may be NULL */
 	size_t endpoints_max;
-	size_t nendpoints;        /* out */
+	size_t nendpoints; /* out */
 };
 HC_API void hc_exists_query_init(struct hc_exists_query *q, size_t size);
 HC_API int64_t hc_store_exists_query(struct hc_store *store, struct hc_exists_query *q);
@@ -340,7 +340,8 @@ struct hc_store_stats {
 };
 
 /* pool NULL: the whole store; else one registered pool. */
-HC_API int hc_store_stats(const struct hc_store *store, const char *pool, struct hc_store_stats *out);
+HC_API int hc_store_stats(const struct hc_store *store, const char *pool,
+			  struct hc_store_stats *out);
 /* Latency quantile (0 < q < 1) of a histogram, in microseconds. */
 HC_API double hc_store_latency_quantile(const uint64_t hist[HC_STORE_LAT_BUCKETS], double q);
 
@@ -408,7 +409,7 @@ HC_API int hc_file_fsck_ex(const char *const *dirs, size_t ndirs, const struct h
 			   struct hc_fsck_report *out);
 
 struct hc_ls_report {
-	uint64_t pages;   /* distinct page keys (one page may be several objects) */
+	uint64_t pages; /* distinct page keys (one page may be several objects) */
 	uint64_t objects;
 	uint64_t bytes;
 	int64_t oldest_ns, newest_ns; /* mtimes, 0 when empty */

@@ -71,7 +71,10 @@ void hc_cache_opts_init(struct hc_cache_opts *o, size_t size)
 	static const struct hc_cache_opts d = {
 		.struct_size = sizeof(struct hc_cache_opts),
 		.page_size = 16,
-		.kv = {.layers = 1, .heads = 1, .head_dim = 64, .elem_bytes = 2,
+		.kv = {.layers = 1,
+		       .heads = 1,
+		       .head_dim = 64,
+		       .elem_bytes = 2,
 		       .layout = HC_LAYOUT_PAGE_FIRST},
 		.write_policy = HC_WRITE_THROUGH,
 		.prefetch_threshold = 256,
@@ -198,7 +201,8 @@ int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
 	c->o = *o;
 	c->ps = o->page_size;
 	c->host_pages = host_pages;
-	c->ops = (struct radix_evict_ops){.arg = c, .free_slots = ctl_free_slots,
+	c->ops = (struct radix_evict_ops){.arg = c,
+					  .free_slots = ctl_free_slots,
 					  .free_mamba = ctl_free_mamba,
 					  .write_back = ctl_write_back};
 	int rc;
@@ -239,8 +243,12 @@ int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
 	}
 	if (o->mamba_bytes && (rc = ctl_open_mamba(c, dev_pages, host_pages)))
 		goto err;
-	struct dev_opts dopts = {.pages = dev_pages, .layers = o->kv.layers, .host = c->host_pool,
-				 .ops = o->copy_ops, .arg = o->copy_arg, .no_data = o->no_data};
+	struct dev_opts dopts = {.pages = dev_pages,
+				 .layers = o->kv.layers,
+				 .host = c->host_pool,
+				 .ops = o->copy_ops,
+				 .arg = o->copy_arg,
+				 .no_data = o->no_data};
 	if ((rc = dev_create(&dopts, &c->dev)))
 		goto err;
 	static const enum radix_write_policy wp[] = {RADIX_WRITE_THROUGH,

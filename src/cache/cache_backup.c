@@ -260,7 +260,9 @@ static void ctl_l3_start(struct hc_cache *c, struct ctl_l3_run *x)
 	if (j->mamba && c->mkeyset) {
 		x->rc = ctl_keyset_add(c->mkeyset, &j->keys[0]);
 	} else if (j->mamba) {
-		struct hc_pool_transfer t = {.pool = "mamba", .keys = j->keys, .n = 1,
+		struct hc_pool_transfer t = {.pool = "mamba",
+					     .keys = j->keys,
+					     .n = 1,
 					     .pages = j->host};
 		x->rc = hc_store_set_v2_start(c->store, &t, 1, &x->op);
 	} else if (c->keyset) {
@@ -282,7 +284,8 @@ static void ctl_l3_finish(struct hc_cache *c, struct ctl_l3_run *x, bool held)
 	ctl_lock_bg(c, held);
 	if (j->mamba) {
 		if (x->rc)
-			log_warn("cache: L3 backup of a Mamba state failed: %s", hc_strerror(x->rc));
+			log_warn("cache: L3 backup of a Mamba state failed: %s",
+				 hc_strerror(x->rc));
 		else
 			c->st.mamba_l3_write++;
 		uint64_t s = j->host[0];

@@ -76,7 +76,7 @@ struct hc_cache_req {
 	struct radix_node *mnode; /* Mamba boundary (pinned or locked), NULL: none */
 	uint8_t *mstate;          /* hc_cache_mamba_write()'s copy */
 	bool has_mstate;
-	bool pf_mamba;            /* pf_mslot is reserved and not yet in the tree */
+	bool pf_mamba; /* pf_mslot is reserved and not yet in the tree */
 	uint64_t pf_mslot;
 	struct radix_node *pf_pin; /* hybrid prefetch: pin on the chunks inserted so far */
 };
@@ -142,10 +142,8 @@ int64_t ctl_l3_exists(struct hc_cache *c, const struct hc_key *keys, size_t n);
 int64_t ctl_l3_exists_mamba(struct hc_cache *c, const struct hc_key *keys, size_t n);
 /* Hybrid: read the state stored under key into host state slot. */
 int ctl_l3_get_mamba(struct hc_cache *c, const struct hc_key *key, uint64_t slot);
-int64_t ctl_l3_get(struct hc_cache *c, const struct hc_key *keys, size_t n,
-		   const uint64_t *host);
-int ctl_l3_set(struct hc_cache *c, const struct hc_key *keys, size_t n,
-	       const uint64_t *host);
+int64_t ctl_l3_get(struct hc_cache *c, const struct hc_key *keys, size_t n, const uint64_t *host);
+int ctl_l3_set(struct hc_cache *c, const struct hc_key *keys, size_t n, const uint64_t *host);
 
 /* ---- cache_slots.c ---- */
 
@@ -173,8 +171,7 @@ void ctl_free_mamba(void *arg, enum radix_tier tier, uint64_t slot);
 int ctl_mhost_alloc(struct hc_cache *c, uint64_t *out);
 /* A new host state for node from src (NULL: no bytes), backed up to L3.
  * Returns the slot or RADIX_NO_SLOT (no room). */
-uint64_t ctl_mamba_host_new(struct hc_cache *c, const struct radix_node *node,
-			    const void *src);
+uint64_t ctl_mamba_host_new(struct hc_cache *c, const struct radix_node *node, const void *src);
 /* Host copy of node's device state (write_through at insert, selective once
  * hot): the state's L2 copy is what survives device eviction. */
 void ctl_mamba_to_host(struct hc_cache *c, struct radix_node *node);

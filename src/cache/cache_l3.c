@@ -38,7 +38,9 @@ int64_t ctl_l3_exists_mamba(struct hc_cache *c, const struct hc_key *keys, size_
 			kv--;
 		return kv;
 	}
-	struct hc_pool_transfer t = {.pool = "mamba", .keys = keys, .n = 1,
+	struct hc_pool_transfer t = {.pool = "mamba",
+				     .keys = keys,
+				     .n = 1,
 				     .policy = HC_HIT_TRAILING_PAGES};
 	uint64_t kv, hits;
 	return hc_store_exists_v2(c->store, keys, n, &t, 1, &kv, &hits);
@@ -54,16 +56,14 @@ int ctl_l3_get_mamba(struct hc_cache *c, const struct hc_key *key, uint64_t slot
 	return rc < 0 ? rc : rc == 1 ? 0 : -ENOENT;
 }
 
-int64_t ctl_l3_get(struct hc_cache *c, const struct hc_key *keys, size_t n,
-		   const uint64_t *host)
+int64_t ctl_l3_get(struct hc_cache *c, const struct hc_key *keys, size_t n, const uint64_t *host)
 {
 	if (c->keyset)
 		return ctl_l3_exists(c, keys, n);
 	return hc_store_get(c->store, keys, n, host, NULL);
 }
 
-int ctl_l3_set(struct hc_cache *c, const struct hc_key *keys, size_t n,
-	       const uint64_t *host)
+int ctl_l3_set(struct hc_cache *c, const struct hc_key *keys, size_t n, const uint64_t *host)
 {
 	if (c->keyset) {
 		for (size_t i = 0; i < n; i++) {

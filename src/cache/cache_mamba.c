@@ -65,8 +65,7 @@ static void ctl_mhost_put(struct hc_cache *c, uint64_t slot, const void *src)
 
 /* A new host state for node from src (NULL: no bytes), backed up to L3.
  * Returns the slot or RADIX_NO_SLOT (no room). */
-uint64_t ctl_mamba_host_new(struct hc_cache *c, const struct radix_node *node,
-			    const void *src)
+uint64_t ctl_mamba_host_new(struct hc_cache *c, const struct radix_node *node, const void *src)
 {
 	uint64_t slot;
 	if (ctl_mhost_alloc(c, &slot))

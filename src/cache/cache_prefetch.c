@@ -216,8 +216,7 @@ static void ctl_pf_io(struct hc_cache *c, struct hc_cache_req *r)
 	while (off < r->pf_pages && !r->revoked) {
 		size_t n = r->pf_pages - off < CTL_BATCH ? r->pf_pages - off : CTL_BATCH;
 		pthread_mutex_unlock(&c->lock);
-		int64_t g = ctl_l3_get(c, r->pf_keys + off, n,
-				       r->pf_slots + off);
+		int64_t g = ctl_l3_get(c, r->pf_keys + off, n, r->pf_slots + off);
 		pthread_mutex_lock(&c->lock);
 		if (g <= 0 || r->revoked)
 			break;

@@ -388,8 +388,7 @@ int64_t hc_cache_insert(struct hc_cache_req *r, const uint32_t *tokens, size_t n
 	size_t pages = ntokens / c->ps;
 	if (!r->allocated || pages != r->new_first + r->new_n)
 		return util_fail(-EINVAL, "hc_cache_insert: %zu pages, not as allocated", pages);
-	if (r->dev_pages &&
-	    memcmp(tokens, r->tokens, r->dev_pages * c->ps * sizeof(*tokens)) != 0)
+	if (r->dev_pages && memcmp(tokens, r->tokens, r->dev_pages * c->ps * sizeof(*tokens)) != 0)
 		return util_fail(-EINVAL, "hc_cache_insert: tokens do not extend the match");
 	uint64_t *arr = malloc((pages ? pages : 1) * sizeof(*arr));
 	if (!arr)

@@ -89,10 +89,11 @@ int ctl_dev_alloc(struct hc_cache *c, size_t n, uint64_t *out)
 		if (rc == -ENOSPC && (c->npend == 0 || c->stop))
 			/* Expected under load (the engine retries): rate-limited,
 			 * and what the callers' hc_last_error keeps. */
-			return fail_limited(HC_LOG_INFO, rc,
-					    "cache: %zu device pages asked, %llu free after eviction "
-					    "(the others are held by requests)",
-					    n, (unsigned long long)dev_available(c->dev));
+			return fail_limited(
+				HC_LOG_INFO, rc,
+				"cache: %zu device pages asked, %llu free after eviction "
+				"(the others are held by requests)",
+				n, (unsigned long long)dev_available(c->dev));
 		if (rc != -ENOSPC || c->npend == 0 || c->stop)
 			return rc;
 		pthread_cond_wait(&c->cond, &c->lock);

@@ -179,7 +179,8 @@ int dev_create(const struct dev_opts *o, struct dev_tier **out)
 		} else {
 			const struct hc_kv_geometry *hg = hc_pool_kv_geometry(o->host);
 			if (!hg) {
-				rc = util_fail(-EINVAL, "dev_create: the host pool is not a KV pool");
+				rc = util_fail(-EINVAL,
+					       "dev_create: the host pool is not a KV pool");
 				goto err;
 			}
 			struct hc_kv_geometry g = *hg;

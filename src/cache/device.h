@@ -19,12 +19,12 @@ struct dev_tier;
 struct dev_copy;
 
 struct dev_opts {
-	uint64_t pages;               /* device slots */
+	uint64_t pages; /* device slots */
 	uint32_t layers;
-	struct hc_pool *host;         /* NULL in no_data mode */
+	struct hc_pool *host;          /* NULL in no_data mode */
 	const struct hc_copy_ops *ops; /* NULL: built-in host-memory engine */
 	void *arg;
-	bool no_data;                 /* copies complete at once, move nothing */
+	bool no_data; /* copies complete at once, move nothing */
 };
 
 int dev_create(const struct dev_opts *o, struct dev_tier **out);

@@ -26,7 +26,8 @@ struct ctl_keyset {
 static size_t key_hash(const void *e)
 {
 	uint64_t h;
-	memcpy(&h, ((const struct hc_key *)e)->bytes, sizeof(h)); /* SHA-256 bytes: already uniform */
+	memcpy(&h, ((const struct hc_key *)e)->bytes,
+	       sizeof(h)); /* SHA-256 bytes: already uniform */
 	return (size_t)h;
 }
 

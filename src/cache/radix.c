@@ -116,8 +116,7 @@ int radix_create(const struct radix_opts *o, struct radix_tree **out)
 		return util_fail(-EINVAL, "radix tree: page_size %u out of range [1, 2^24]",
 				 o->page_size);
 	if (o->write_policy != RADIX_WRITE_THROUGH &&
-	    o->write_policy != RADIX_WRITE_THROUGH_SELECTIVE &&
-	    o->write_policy != RADIX_WRITE_BACK)
+	    o->write_policy != RADIX_WRITE_THROUGH_SELECTIVE && o->write_policy != RADIX_WRITE_BACK)
 		return util_fail(-EINVAL, "radix tree: unknown write policy %d",
 				 (int)o->write_policy);
 	t = calloc(1, sizeof(*t));
@@ -300,8 +299,7 @@ static int walk(struct radix_tree *t, const uint32_t *tokens, size_t want, bool 
 	return rc;
 }
 
-int radix_match(struct radix_tree *t, const uint32_t *tokens, size_t ntokens,
-		struct radix_match *m)
+int radix_match(struct radix_tree *t, const uint32_t *tokens, size_t ntokens, struct radix_match *m)
 {
 	struct radix_node *last;
 	size_t pos;
@@ -426,8 +424,7 @@ int radix_insert_host(struct radix_tree *t, const uint32_t *tokens, size_t ntoke
 
 /* Top node of "npages pages ending at n", or NULL when the range does not
  * start at a node boundary. */
-static struct radix_node *range_top(const struct radix_tree *t, struct radix_node *n,
-				    size_t npages)
+static struct radix_node *range_top(const struct radix_tree *t, struct radix_node *n, size_t npages)
 {
 	if (!npages || n == t->root || npages > n->end)
 		return NULL;
@@ -450,12 +447,14 @@ int64_t radix_set_slots(struct radix_tree *t, struct radix_node *n, size_t npage
 		return 0;
 	top = range_top(t, n, npages);
 	if (!top)
-		return util_fail(-EINVAL, "radix_set_slots: %zu pages ending at page %zu do not "
-				 "start at a node boundary", npages, n->end);
+		return util_fail(-EINVAL,
+				 "radix_set_slots: %zu pages ending at page %zu do not "
+				 "start at a node boundary",
+				 npages, n->end);
 	if (tier == RADIX_DEV && !top->on[RADIX_DEV] && top->parent != t->root &&
 	    !top->parent->on[RADIX_DEV])
 		return util_fail(-EINVAL, "radix_set_slots: the page before the range is not "
-				 "on device");
+					  "on device");
 	size_t start = n->end - npages;
 	if (taken)
 		memset(taken, 0, npages * sizeof(*taken));
@@ -486,7 +485,7 @@ int radix_set_backed_up(struct radix_tree *t, struct radix_node *n, size_t npage
 	top = range_top(t, n, npages);
 	if (!top)
 		return util_fail(-EINVAL, "radix_set_backed_up: range does not start at a node "
-				 "boundary");
+					  "boundary");
 	for (struct radix_node *x = n;; x = x->parent) {
 		radix_node_begin(t, x);
 		x->backed_up = true;
@@ -568,8 +567,7 @@ int radix_unpin_host(struct radix_tree *t, struct radix_node *n)
 
 /* ---- Mamba ---- */
 
-int radix_mamba_set(struct radix_tree *t, struct radix_node *n, enum radix_tier tier,
-		    uint64_t slot)
+int radix_mamba_set(struct radix_tree *t, struct radix_node *n, enum radix_tier tier, uint64_t slot)
 {
 	if (!t || !n || n == t->root || (tier != RADIX_DEV && tier != RADIX_HOST) ||
 	    slot == RADIX_NO_SLOT)

@@ -299,7 +299,7 @@ struct radix_stats {
 	size_t host_pages;
 	size_t dev_evictable;
 	size_t host_evictable;
-	size_t mamba_dev;  /* states */
+	size_t mamba_dev; /* states */
 	size_t mamba_host;
 	uint64_t pages_hashed; /* page keys ever computed (SHA-256 runs) */
 	uint64_t splits;

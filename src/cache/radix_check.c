@@ -14,12 +14,12 @@
 
 /* ---- invariant checker ---- */
 
-#define CHECK(cond, ...)                                                                       \
-	do {                                                                                   \
-		if (!(cond)) {                                                                 \
-			rc = util_fail(-EUCLEAN, "radix_check: " __VA_ARGS__);                 \
-			goto out;                                                              \
-		}                                                                              \
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			rc = util_fail(-EUCLEAN, "radix_check: " __VA_ARGS__); \
+			goto out;                                              \
+		}                                                              \
 	} while (0)
 
 static int check_heaps(const struct radix_tree *t, const size_t members[HEAP_COUNT])
@@ -42,8 +42,8 @@ out:
 	return rc;
 }
 
-static int check_node(const struct radix_tree *t, const struct radix_node *x,
-		      struct radix_stats *s, size_t members[HEAP_COUNT], struct hc_key *tmp)
+static int check_node(const struct radix_tree *t, const struct radix_node *x, struct radix_stats *s,
+		      size_t members[HEAP_COUNT], struct hc_key *tmp)
 {
 	const struct radix_node *p = x->parent;
 	size_t nk = 0, ndev = 0;
@@ -63,8 +63,7 @@ static int check_node(const struct radix_tree *t, const struct radix_node *x,
 		CHECK(x->kids[i].hash == c->hash && x->kids[i].tok == c->tok,
 		      "node %" PRIu64 ": stale entry of a child", x->id);
 	}
-	CHECK(nk == x->nkids, "node %" PRIu64 ": %zu children, counted %zu", x->id, nk,
-	      x->nkids);
+	CHECK(nk == x->nkids, "node %" PRIu64 ": %zu children, counted %zu", x->id, nk, x->nkids);
 	CHECK(ndev == x->ndev_kids, "node %" PRIu64 ": %zu device children, counted %zu", x->id,
 	      ndev, x->ndev_kids);
 	CHECK(x->kcap == 0 ? !x->kids && !nk
@@ -79,8 +78,9 @@ static int check_node(const struct radix_tree *t, const struct radix_node *x,
 	      pin_sum);
 	if (x == t->root) {
 		CHECK(!x->npages && !x->end && !x->on[0] && !x->on[1] && !x->lock_ref &&
-		      !x->host_pin && x->mamba[0] == RADIX_NO_SLOT &&
-		      x->mamba[1] == RADIX_NO_SLOT, "the root holds state");
+			      !x->host_pin && x->mamba[0] == RADIX_NO_SLOT &&
+			      x->mamba[1] == RADIX_NO_SLOT,
+		      "the root holds state");
 		for (int w = 0; w < HEAP_COUNT; w++)
 			CHECK(x->hidx[w] == HEAP_NONE, "the root is in heap %d", w);
 		return 0;
@@ -169,9 +169,9 @@ int radix_check(const struct radix_tree *t)
 			stack[sp++] = x->kids[i].node;
 		}
 	}
-	CHECK(s.nodes == t->st.nodes && s.pages == t->st.pages &&
-	      s.dev_pages == t->st.dev_pages && s.host_pages == t->st.host_pages &&
-	      s.mamba_dev == t->st.mamba_dev && s.mamba_host == t->st.mamba_host,
+	CHECK(s.nodes == t->st.nodes && s.pages == t->st.pages && s.dev_pages == t->st.dev_pages &&
+		      s.host_pages == t->st.host_pages && s.mamba_dev == t->st.mamba_dev &&
+		      s.mamba_host == t->st.mamba_host,
 	      "totals differ from a recount (nodes %zu/%zu pages %zu/%zu dev %zu/%zu host %zu/%zu)",
 	      t->st.nodes, s.nodes, t->st.pages, s.pages, t->st.dev_pages, s.dev_pages,
 	      t->st.host_pages, s.host_pages);

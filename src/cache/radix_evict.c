@@ -110,8 +110,7 @@ static void write_back(struct radix_tree *t, struct radix_node *x,
 	radix_node_end(t, x);
 }
 
-static int check_ops(const struct radix_tree *t, const struct radix_evict_ops *ops,
-		     bool need_wb)
+static int check_ops(const struct radix_tree *t, const struct radix_evict_ops *ops, bool need_wb)
 {
 	if (!t || !ops || !ops->free_slots)
 		return util_fail(-EINVAL, "radix eviction: free_slots callback missing");

@@ -84,7 +84,7 @@ struct radix_node {
 	size_t ndev_kids; /* children on device */
 	size_t end;       /* pages from the root to this node's end */
 	uint64_t hash;
-	uint64_t id; /* creation order: tie-break in the heaps */
+	uint64_t id;        /* creation order: tie-break in the heaps */
 	uint64_t *slots[2]; /* per tier; meaningful when on[tier] */
 	struct hc_key *keys;
 	int32_t lock_ref;
@@ -116,11 +116,11 @@ struct radix_tree {
 
 /* Fail with -EBUSY when called from a callback that may not call this
  * function (t->in_cb: what the running callback may call back into). */
-#define RADIX_ENTER(t, allowed)                                                                \
-	do {                                                                                   \
-		if ((t)->in_cb != CB_NONE && (t)->in_cb != (allowed))                          \
-			return util_fail(-EBUSY, "radix tree: %s called from a callback",      \
-					 __func__);                                            \
+#define RADIX_ENTER(t, allowed)                                                           \
+	do {                                                                              \
+		if ((t)->in_cb != CB_NONE && (t)->in_cb != (allowed))                     \
+			return util_fail(-EBUSY, "radix tree: %s called from a callback", \
+					 __func__);                                       \
 	} while (0)
 
 /* ---- small helpers ---- */
@@ -188,8 +188,8 @@ int radix_tree_reserve(struct radix_tree *t, size_t extra);
 /* Whether n belongs in heap w now. */
 bool radix_want_heap(const struct radix_tree *t, const struct radix_node *n, int w);
 /* Add (or take out) n's contribution to the counters in *s. */
-void radix_stats_add(struct radix_stats *s, const struct radix_tree *t,
-		     const struct radix_node *n, bool add);
+void radix_stats_add(struct radix_stats *s, const struct radix_tree *t, const struct radix_node *n,
+		     bool add);
 /* Bracket every change to a node: begin takes its contribution out of
  * the totals, end puts it back and fixes its place in the heaps. Both
  * ignore the root. */

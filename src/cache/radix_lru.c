@@ -142,15 +142,15 @@ bool radix_want_heap(const struct radix_tree *t, const struct radix_node *n, int
 	}
 }
 
-void radix_stats_add(struct radix_stats *s, const struct radix_tree *t,
-		     const struct radix_node *n, bool add)
+void radix_stats_add(struct radix_stats *s, const struct radix_tree *t, const struct radix_node *n,
+		     bool add)
 {
 	size_t np = n->npages;
 	size_t dev = n->on[RADIX_DEV] ? np : 0;
 	size_t host = n->on[RADIX_HOST] ? np : 0;
 	size_t dev_ev = n->lock_ref ? 0 : dev;
-	size_t host_ev =
-		!dev && !n->lock_ref && !n->host_pin && radix_host_droppable(t, n) ? host : 0;
+	size_t host_ev = !dev && !n->lock_ref && !n->host_pin && radix_host_droppable(t, n) ? host
+											    : 0;
 	size_t md = n->mamba[RADIX_DEV] != RADIX_NO_SLOT;
 	size_t mh = n->mamba[RADIX_HOST] != RADIX_NO_SLOT;
 

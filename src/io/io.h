@@ -38,7 +38,7 @@
 #include <sys/uio.h>
 
 enum io_engine_kind {
-	IO_ENGINE_AUTO,    /* io_uring if the probe at create succeeds, else threads */
+	IO_ENGINE_AUTO, /* io_uring if the probe at create succeeds, else threads */
 	IO_ENGINE_URING,
 	IO_ENGINE_THREADS,
 };

@@ -36,7 +36,8 @@ int io_openat_beneath(int dirfd, const char *name, int flags, mode_t mode)
 	}
 	static _Atomic bool no_openat2;
 	if (!atomic_load_explicit(&no_openat2, memory_order_relaxed)) {
-		struct open_how how = {.flags = (uint64_t)flags, .mode = flags & O_CREAT ? mode : 0,
+		struct open_how how = {.flags = (uint64_t)flags,
+				       .mode = flags & O_CREAT ? mode : 0,
 				       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS};
 		int fd = (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
 		if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
@@ -301,7 +302,8 @@ static int io_run(struct io_engine *e, struct io_feed *f, bool write, const char
 	if (!e)
 		rc = util_fail(-EINVAL, "%s: engine is NULL", what);
 	else
-		rc = e->rings ? io_ring_pool_stream(e->rings, &s) : io_workers_stream(e->workers, &s);
+		rc = e->rings ? io_ring_pool_stream(e->rings, &s)
+			      : io_workers_stream(e->workers, &s);
 	if (rc)
 		io_stream_fail_rest(&s, rc);
 	free(s.ready);

@@ -133,8 +133,11 @@ void io_ring_read_stream(struct io_ring *r, struct io_stream *st)
 				continue;
 			}
 			nfree--;
-			r->pages[s] = (struct io_ring_page){.state = IO_PG_IDLE, .dirfd = -1,
-							    .result = &q->result, .q = q, .arr = a};
+			r->pages[s] = (struct io_ring_page){.state = IO_PG_IDLE,
+							    .dirfd = -1,
+							    .result = &q->result,
+							    .q = q,
+							    .arr = a};
 			io_ring_prep_read(r, s, q);
 			queued = true;
 		}

@@ -37,10 +37,10 @@ static void io_ring_prep_write(struct io_ring *r, unsigned i, const struct io_wr
 	if (first) {
 		/* openat2 copies the how at submission: *how stays valid. */
 		sqe = io_uring_get_sqe(&r->ring);
-		pg->how = (struct open_how){
-			.flags = O_CREAT | O_EXCL | O_WRONLY | (q->direct ? O_DIRECT : 0),
-			.mode = q->mode ? q->mode : 0600,
-			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS};
+		pg->how = (struct open_how){.flags = O_CREAT | O_EXCL | O_WRONLY |
+						     (q->direct ? O_DIRECT : 0),
+					    .mode = q->mode ? q->mode : 0600,
+					    .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS};
 		int dirfd = io_ring_inject(pg, HC_FAULT_OPEN, IO_STEP_OPEN) ? -1 : q->dirfd;
 		io_uring_prep_openat2_direct(sqe, dirfd, q->tmp_name, &pg->how, i);
 		io_sqe_finish(sqe, io_ud(r, i, IO_STEP_OPEN),
@@ -202,9 +202,13 @@ void io_ring_write_stream(struct io_ring *r, struct io_stream *st)
 			nfree--;
 			/* Whatever fails from the open on, the slot may be open and
 			 * the temp file may exist. */
-			r->pages[s] = (struct io_ring_page){
-				.state = IO_PG_START, .clean_close = true, .dirfd = q->dirfd,
-				.tmp = q->tmp_name, .result = &q->result, .q = q, .arr = a};
+			r->pages[s] = (struct io_ring_page){.state = IO_PG_START,
+							    .clean_close = true,
+							    .dirfd = q->dirfd,
+							    .tmp = q->tmp_name,
+							    .result = &q->result,
+							    .q = q,
+							    .arr = a};
 			io_ring_prep_write(r, s, q);
 			queued = true;
 			/* The caller's preparation of the next pages overlaps the

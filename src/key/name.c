@@ -179,8 +179,9 @@ int hc_key_component(enum hc_component kind, const char *pool, uint32_t index, c
 		return util_fail(-EINVAL, "key: unknown component kind %d", (int)kind);
 	}
 	if (with_pool && !hc_key_pool_name_ok(pool))
-		return util_fail(-EINVAL, "key: component needs a pool name of 1 to %d "
-					  "characters [a-z0-9_]%s",
+		return util_fail(-EINVAL,
+				 "key: component needs a pool name of 1 to %d "
+				 "characters [a-z0-9_]%s",
 				 HC_POOL_NAME_MAX, pool ? "" : " (got NULL)");
 	/* Fits: "_" + 32 + "_mamba_temporal" or "_" + 10 digits at most. */
 	if (with_index)

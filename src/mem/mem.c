@@ -114,12 +114,16 @@ static int opts_load(const struct hc_mem_opts *user, struct hc_mem_opts *o)
 		return rc;
 	if (o->huge_mode != HC_HUGE_OFF && o->huge_mode != HC_HUGE_THP &&
 	    o->huge_mode != HC_HUGE_PREFER && o->huge_mode != HC_HUGE_REQUIRED)
-		return util_fail(-EINVAL, "hc_mem_alloc: opts->huge_mode %d is not off, thp, prefer "
-				 "or required", (int)o->huge_mode);
+		return util_fail(-EINVAL,
+				 "hc_mem_alloc: opts->huge_mode %d is not off, thp, prefer "
+				 "or required",
+				 (int)o->huge_mode);
 	if ((o->huge_mode == HC_HUGE_PREFER || o->huge_mode == HC_HUGE_REQUIRED) &&
 	    !huge_known(o->huge_page_size))
-		return util_fail(-EINVAL, "hc_mem_alloc: unknown huge page size %zu bytes "
-				 "(2MB or 1GB)", o->huge_page_size);
+		return util_fail(-EINVAL,
+				 "hc_mem_alloc: unknown huge page size %zu bytes "
+				 "(2MB or 1GB)",
+				 o->huge_page_size);
 	return 0;
 }
 
@@ -129,8 +133,10 @@ static int map_normal(struct hc_mem *m, size_t align, size_t round, bool advise_
 {
 	size_t len;
 	if (!round_size(m->len, round, &len) || len > SIZE_MAX - align)
-		return util_fail(-EINVAL, "hc_mem_alloc: len %zu overflows when rounded up to "
-				 "%zu-byte pages", m->len, round);
+		return util_fail(-EINVAL,
+				 "hc_mem_alloc: len %zu overflows when rounded up to "
+				 "%zu-byte pages",
+				 m->len, round);
 	int rc = mem_os_map(len, align, &m->addr);
 	if (rc)
 		return util_fail(rc, "hc_mem_alloc: cannot map %zu bytes: %s", len,
@@ -153,8 +159,8 @@ static int map_region(struct hc_mem *m, const struct hc_mem_opts *o, size_t *gra
 {
 	size_t page = mem_os_page_size();
 	enum mem_os_thp thp_mode = mem_os_thp_mode();
-	if (o->huge_mode == HC_HUGE_OFF || (o->huge_mode == HC_HUGE_THP &&
-					     thp_mode == MEM_OS_THP_NEVER)) {
+	if (o->huge_mode == HC_HUGE_OFF ||
+	    (o->huge_mode == HC_HUGE_THP && thp_mode == MEM_OS_THP_NEVER)) {
 		*granule = page;
 		*thp_possible = thp_mode == MEM_OS_THP_ALWAYS;
 		return map_normal(m, page, page, false);
@@ -169,8 +175,10 @@ static int map_region(struct hc_mem *m, const struct hc_mem_opts *o, size_t *gra
 	size_t huge = o->huge_page_size;
 	size_t len;
 	if (!round_size(m->len, huge, &len))
-		return util_fail(-EINVAL, "hc_mem_alloc: len %zu overflows when rounded up to %s "
-				 "huge pages", m->len, huge_name(huge));
+		return util_fail(-EINVAL,
+				 "hc_mem_alloc: len %zu overflows when rounded up to %s "
+				 "huge pages",
+				 m->len, huge_name(huge));
 	int rc = mem_os_map_hugetlb(len, huge, &m->addr);
 	if (rc == 0) {
 		m->mapped_len = len;
@@ -189,13 +197,15 @@ static int map_region(struct hc_mem *m, const struct hc_mem_opts *o, size_t *gra
 		if (rc != -ENOMEM && rc != -EINVAL)
 			return util_fail(rc,
 					 "hugepage_mode=required: cannot map %zu bytes of %s "
-					 "huge pages: %s", len, huge_name(huge), hc_strerror(rc));
+					 "huge pages: %s",
+					 len, huge_name(huge), hc_strerror(rc));
 		if (!pool)
 			return util_fail(-ENOMEM,
 					 "hugepage_mode=required: the kernel has no %s huge "
 					 "page pool (0 free, %zu needed for %zu bytes)",
 					 huge_name(huge), needed, m->len);
-		return util_fail(-ENOMEM, "hugepage_mode=required: too few free %s huge pages: "
+		return util_fail(-ENOMEM,
+				 "hugepage_mode=required: too few free %s huge pages: "
 				 "%" PRIu64 " free, %zu needed for %zu bytes (raise "
 				 "/sys/kernel/mm/hugepages/hugepages-%zukB/nr_hugepages)",
 				 huge_name(huge), nfree, needed, m->len, huge >> 10);
@@ -205,12 +215,15 @@ static int map_region(struct hc_mem *m, const struct hc_mem_opts *o, size_t *gra
 	if (!pool)
 		snprintf(why, sizeof(why), "the kernel has no %s huge page pool", huge_name(huge));
 	else if (rc == -ENOMEM)
-		snprintf(why, sizeof(why), "too few free %s huge pages: %" PRIu64 " free, %zu "
-			 "needed", huge_name(huge), nfree, needed);
+		snprintf(why, sizeof(why),
+			 "too few free %s huge pages: %" PRIu64 " free, %zu "
+			 "needed",
+			 huge_name(huge), nfree, needed);
 	else
 		snprintf(why, sizeof(why), "%s huge pages: %s", huge_name(huge), hc_strerror(rc));
 	log_warn("hugepage_mode=prefer: %s for %zu bytes; using normal pages, with transparent "
-		 "huge pages where the kernel gives them", why, m->len);
+		 "huge pages where the kernel gives them",
+		 why, m->len);
 	/* THP come in PMD size only: a 1GB request falls back to 2 MiB THP, and
 	 * rounding up to 1 GiB would pre-fault memory nobody asked for. */
 	size_t thp = mem_os_thp_size();
@@ -242,7 +255,8 @@ static int lock_region(struct hc_mem *m)
 		snprintf(text, sizeof(text), "%" PRIu64 " bytes", limit);
 	return util_fail(rc == -EPERM ? -EPERM : -ENOMEM,
 			 "mlock of %zu bytes failed: %s; RLIMIT_MEMLOCK is %s (raise it, e.g. "
-			 "ulimit -l, or grant CAP_IPC_LOCK)", m->mapped_len, hc_strerror(rc), text);
+			 "ulimit -l, or grant CAP_IPC_LOCK)",
+			 m->mapped_len, hc_strerror(rc), text);
 }
 
 int hc_mem_alloc(size_t len, const struct hc_mem_opts *opts, struct hc_mem **out)
@@ -274,10 +288,12 @@ int hc_mem_alloc(size_t len, const struct hc_mem_opts *opts, struct hc_mem **out
 			/* EFAULT: a hugetlb fault found no page (cpuset or mempolicy
 			 * limits beyond the reservation): out of memory all the same. */
 			int ret = rc == -EFAULT ? -ENOMEM : rc;
-			const char *pages = m->backing == HC_MEM_HUGETLB ?
-						    huge_name(m->page_size) : "base";
-			rc = util_fail(ret, "hc_mem_alloc: pre-faulting %zu bytes (%s pages) "
-				       "failed: %s", m->mapped_len, pages, hc_strerror(rc));
+			const char *pages = m->backing == HC_MEM_HUGETLB ? huge_name(m->page_size)
+									 : "base";
+			rc = util_fail(ret,
+				       "hc_mem_alloc: pre-faulting %zu bytes (%s pages) "
+				       "failed: %s",
+				       m->mapped_len, pages, hc_strerror(rc));
 			goto err;
 		}
 	}
@@ -402,7 +418,9 @@ int hc_mem_parse_huge_size(const char *text, size_t *out)
 int hc_mem_parse_huge_mode(const char *text, enum hc_huge_mode *out)
 {
 	static const char *const names[] = {
-		[HC_HUGE_OFF] = "off", [HC_HUGE_PREFER] = "prefer", [HC_HUGE_REQUIRED] = "required",
+		[HC_HUGE_OFF] = "off",
+		[HC_HUGE_PREFER] = "prefer",
+		[HC_HUGE_REQUIRED] = "required",
 		[HC_HUGE_THP] = "thp",
 	};
 	if (!text || !out)
@@ -414,7 +432,8 @@ int hc_mem_parse_huge_mode(const char *text, enum hc_huge_mode *out)
 			return 0;
 		}
 	}
-	return util_fail(-EINVAL, "unknown huge page mode \"%s\" (off, thp, prefer or required)", text);
+	return util_fail(-EINVAL, "unknown huge page mode \"%s\" (off, thp, prefer or required)",
+			 text);
 }
 
 int hc_mem_opts_from_config(struct hc_mem_opts *opts, const struct hc_config *cfg)
@@ -424,8 +443,10 @@ int hc_mem_opts_from_config(struct hc_mem_opts *opts, const struct hc_config *cf
 				 opts ? "cfg" : "opts");
 	size_t size = opts->struct_size;
 	if (!OPT_FITS(size, struct_size) || size > UTIL_OPTS_SIZE_MAX)
-		return util_fail(-EINVAL, "hc_mem_opts_from_config: opts->struct_size is %zu; "
-				 "initialise opts with hc_mem_opts_init() first", size);
+		return util_fail(-EINVAL,
+				 "hc_mem_opts_from_config: opts->struct_size is %zu; "
+				 "initialise opts with hc_mem_opts_init() first",
+				 size);
 
 	/* Read and check everything before writing anything, so a failure
 	 * leaves opts as it was. */
@@ -444,8 +465,10 @@ int hc_mem_opts_from_config(struct hc_mem_opts *opts, const struct hc_config *cf
 	if ((rc = hc_config_get_string(cfg, "hugepage_mode", &mode_text)))
 		return util_fail_ctx(mark, rc, "config key hugepage_mode: %s", hc_strerror(rc));
 	if (hc_mem_parse_huge_mode(mode_text, &mode))
-		return util_fail(-EINVAL, "config key hugepage_mode: \"%s\" is not off, thp, "
-				 "prefer or required", mode_text);
+		return util_fail(-EINVAL,
+				 "config key hugepage_mode: \"%s\" is not off, thp, "
+				 "prefer or required",
+				 mode_text);
 	if ((rc = hc_config_get_int(cfg, "prefault_threads", &threads)))
 		return util_fail_ctx(mark, rc, "config key prefault_threads: %s", hc_strerror(rc));
 	if (threads < 0 || threads > UINT_MAX)
@@ -473,10 +496,12 @@ int hc_mem_huge_pages_free(size_t huge_page_size, uint64_t *out)
 	if (!huge_known(huge_page_size))
 		return util_fail(-EINVAL,
 				 "hc_mem_huge_pages_free: unknown huge page size %zu bytes "
-				 "(2MB or 1GB)", huge_page_size);
+				 "(2MB or 1GB)",
+				 huge_page_size);
 	int rc = mem_os_huge_free(huge_page_size, out);
 	if (rc == -ENOENT)
-		return util_fail(rc, "the kernel has no %s huge page pool "
+		return util_fail(rc,
+				 "the kernel has no %s huge page pool "
 				 "(/sys/kernel/mm/hugepages/hugepages-%zukB)",
 				 huge_name(huge_page_size), huge_page_size >> 10);
 	if (rc)

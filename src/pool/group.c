@@ -41,8 +41,7 @@ void hc_pool_group_destroy(struct hc_pool_group *g)
 	free(g);
 }
 
-int hc_pool_group_add(struct hc_pool_group *g, const char *name, struct hc_pool *pool,
-		      bool anchor)
+int hc_pool_group_add(struct hc_pool_group *g, const char *name, struct hc_pool *pool, bool anchor)
 {
 	if (!g || !name || !pool)
 		return util_fail(-EINVAL, "hc_pool_group_add: NULL argument");
@@ -53,13 +52,16 @@ int hc_pool_group_add(struct hc_pool_group *g, const char *name, struct hc_pool 
 		if (!strcmp(g->entries[i].name, name))
 			return util_fail(-EEXIST, "pool group: name '%s' is taken", name);
 		if (g->entries[i].pool == pool)
-			return util_fail(-EEXIST, "pool group: pool is already in the group as '%s'",
+			return util_fail(-EEXIST,
+					 "pool group: pool is already in the group as '%s'",
 					 g->entries[i].name);
 	}
 	if (anchor && pool->kind != HC_POOL_KV && pool->kind != HC_POOL_ANCHOR &&
 	    pool->kind != HC_POOL_SEGMENTS)
-		return util_fail(-EINVAL, "pool group: anchor '%s' must be a kv or anchor pool (or "
-				 "segments), not %s", name, hc_pool_kind_name(pool->kind));
+		return util_fail(-EINVAL,
+				 "pool group: anchor '%s' must be a kv or anchor pool (or "
+				 "segments), not %s",
+				 name, hc_pool_kind_name(pool->kind));
 	if (anchor && g->anchor >= 0)
 		return util_fail(-EEXIST, "pool group: '%s' is already the anchor",
 				 g->entries[g->anchor].name);

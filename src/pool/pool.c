@@ -28,11 +28,16 @@
 const char *hc_pool_kind_name(enum hc_pool_kind kind)
 {
 	switch (kind) {
-	case HC_POOL_KV: return "kv";
-	case HC_POOL_MAMBA: return "mamba";
-	case HC_POOL_INDEXER: return "indexer";
-	case HC_POOL_ANCHOR: return "anchor";
-	case HC_POOL_SEGMENTS: return "segments";
+	case HC_POOL_KV:
+		return "kv";
+	case HC_POOL_MAMBA:
+		return "mamba";
+	case HC_POOL_INDEXER:
+		return "indexer";
+	case HC_POOL_ANCHOR:
+		return "anchor";
+	case HC_POOL_SEGMENTS:
+		return "segments";
 	}
 	return "unknown";
 }
@@ -57,8 +62,10 @@ int hc_kv_layout_parse(const char *text, enum hc_kv_layout *out)
 			return 0;
 		}
 	}
-	return util_fail(-EINVAL, "layout '%s' is not layer_first, page_first, page_first_direct "
-			 "or page_head", text);
+	return util_fail(-EINVAL,
+			 "layout '%s' is not layer_first, page_first, page_first_direct "
+			 "or page_head",
+			 text);
 }
 
 void hc_pool_destroy(struct hc_pool *pool)
@@ -186,8 +193,10 @@ int pool_plan_kv(const struct hc_kv_geometry *g, struct pool_plan *p)
 			buf->page_stride = page_len;
 		}
 		p->bytes[b] = half;
-		snprintf(p->what[b], sizeof(p->what[b]), "%s", g->mla ? "the latent buffer"
-							       : b ? "the V half" : "the K half");
+		snprintf(p->what[b], sizeof(p->what[b]), "%s",
+			 g->mla ? "the latent buffer"
+			 : b    ? "the V half"
+				: "the K half");
 	}
 	return 0;
 }
@@ -218,14 +227,17 @@ int pool_plan_mamba(const struct hc_mamba_geometry *g, struct pool_plan *p)
 		if (g->conv_bytes[i] == 0)
 			return util_fail(-EINVAL, "mamba geometry: conv_bytes[%u] must be > 0", i);
 
-	*p = (struct pool_plan){.kind = HC_POOL_MAMBA, .pages = g->slots, .page_tokens = 1,
+	*p = (struct pool_plan){.kind = HC_POOL_MAMBA,
+				.pages = g->slots,
+				.page_tokens = 1,
 				.contiguous = true};
 	for (int i = -1; i < (int)g->nconv; i++) {
 		uint64_t per_layer = i < 0 ? g->temporal_bytes : g->conv_bytes[i];
 		if (per_layer == 0)
 			continue;
 		uint64_t stride, bytes;
-		if (!util_mul(per_layer, g->layers, &stride) || !util_mul(stride, g->slots, &bytes) ||
+		if (!util_mul(per_layer, g->layers, &stride) ||
+		    !util_mul(stride, g->slots, &bytes) ||
 		    __builtin_add_overflow(p->page_bytes, stride, &p->page_bytes))
 			return overflow("mamba");
 		unsigned n = p->nbuffers++;
@@ -272,7 +284,8 @@ int pool_plan_indexer(const struct hc_indexer_geometry *g, struct pool_plan *p)
 		.page_bytes = g->page_bytes,
 		.contiguous = true,
 		.nbuffers = 1,
-		.buffers = {{.page_stride = g->page_bytes, .page_len = g->page_bytes,
+		.buffers = {{.page_stride = g->page_bytes,
+			     .page_len = g->page_bytes,
 			     .component = HC_COMP_PLAIN}},
 		.bytes = {total},
 		.what = {"the buffer"},
@@ -280,8 +293,8 @@ int pool_plan_indexer(const struct hc_indexer_geometry *g, struct pool_plan *p)
 	return 0;
 }
 
-int hc_pool_create_indexer(const struct hc_indexer_geometry *g,
-			   const struct hc_mem_opts *mem_opts, struct hc_pool **out)
+int hc_pool_create_indexer(const struct hc_indexer_geometry *g, const struct hc_mem_opts *mem_opts,
+			   struct hc_pool **out)
 {
 	if (!g || !out)
 		return util_fail(-EINVAL, "hc_pool_create_indexer: NULL argument");
@@ -300,7 +313,8 @@ int hc_pool_create_anchor(const struct hc_anchor_geometry *g, struct hc_pool **o
 	if ((rc = need_nonzero("anchor", "pages", g->pages)) ||
 	    (rc = need_nonzero("anchor", "page_size", g->page_size)))
 		return rc;
-	struct pool_plan p = {.kind = HC_POOL_ANCHOR, .pages = g->pages,
+	struct pool_plan p = {.kind = HC_POOL_ANCHOR,
+			      .pages = g->pages,
 			      .page_tokens = g->page_size};
 	return pool_from_plan(&p, g, sizeof(*g), NULL, NULL, out);
 }
@@ -365,7 +379,8 @@ int hc_pool_page_segments(const struct hc_pool *pool, uint64_t page, struct hc_s
 		return util_fail(-EINVAL, "hc_pool_page_segments: NULL argument");
 	if (!hc_pool_contiguous(pool))
 		return util_fail(-EOPNOTSUPP, "pool (%s%s%s) keeps no page contiguous",
-				 hc_pool_kind_name(pool->kind), pool->kind == HC_POOL_KV ? ", " : "",
+				 hc_pool_kind_name(pool->kind),
+				 pool->kind == HC_POOL_KV ? ", " : "",
 				 pool->kind == HC_POOL_KV ? hc_kv_layout_name(pool->geo.kv.layout)
 							  : "");
 	if (page >= pool->pages)
@@ -408,8 +423,8 @@ static int page_copy(const struct hc_pool *pool, uint64_t page, uint8_t *flat, s
 		for (unsigned r = 0; r < runs; r++) {
 			uint8_t *mem = src + (uint64_t)r * b->layer_stride;
 			if (sum)
-				util_checksum_copy_add(sum, to_flat ? flat : mem, to_flat ? mem : flat,
-						       run_len);
+				util_checksum_copy_add(sum, to_flat ? flat : mem,
+						       to_flat ? mem : flat, run_len);
 			else if (to_flat)
 				memcpy(flat, mem, run_len);
 			else

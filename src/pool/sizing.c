@@ -23,8 +23,9 @@ static const struct hc_pool_sizing sizing_defaults = {
 	.reserve_bytes = 10 * GIB,
 };
 
-#define FITS(size, field) \
-	(offsetof(struct hc_pool_sizing, field) + sizeof(((struct hc_pool_sizing *)0)->field) <= (size))
+#define FITS(size, field)                                                                        \
+	(offsetof(struct hc_pool_sizing, field) + sizeof(((struct hc_pool_sizing *)0)->field) <= \
+	 (size))
 
 void hc_pool_sizing_init(struct hc_pool_sizing *s, size_t size)
 {
@@ -45,8 +46,10 @@ int hc_pool_sizing_from_config(struct hc_pool_sizing *s, const struct hc_config 
 	/* An older caller's struct has only the fields its struct_size covers. */
 	size_t size = s->struct_size;
 	if (!FITS(size, struct_size) || size > UTIL_OPTS_SIZE_MAX)
-		return util_fail(-EINVAL, "hc_pool_sizing_from_config: struct_size %zu; call "
-				 "hc_pool_sizing_init first", size);
+		return util_fail(-EINVAL,
+				 "hc_pool_sizing_from_config: struct_size %zu; call "
+				 "hc_pool_sizing_init first",
+				 size);
 	if (FITS(size, bytes))
 		s->bytes = (uint64_t)llround(size_gb * GB);
 	if (FITS(size, ratio))
@@ -73,9 +76,10 @@ int hc_pool_size_pages_avail(const struct hc_pool_sizing *user, size_t page_byte
 		n = s->bytes / page_bytes;
 	} else {
 		if (!(s->ratio > 0) || s->device_pages == 0)
-			return util_fail(-EINVAL, "pool sizing: neither bytes nor ratio (%g) x "
-					 "device_pages (%llu) gives a size", s->ratio,
-					 (unsigned long long)s->device_pages);
+			return util_fail(-EINVAL,
+					 "pool sizing: neither bytes nor ratio (%g) x "
+					 "device_pages (%llu) gives a size",
+					 s->ratio, (unsigned long long)s->device_pages);
 		double x = floor(s->ratio * (double)s->device_pages);
 		if (x >= 18446744073709551616.0)
 			return util_fail(-EINVAL, "pool sizing: ratio x device pages overflows");
@@ -90,7 +94,8 @@ int hc_pool_size_pages_avail(const struct hc_pool_sizing *user, size_t page_byte
 				 (unsigned long long)n, page_bytes);
 	uint64_t usable = available > s->reserve_bytes ? available - s->reserve_bytes : 0;
 	if (want > usable)
-		return util_fail(-ENOMEM, "host pool of %.2f GB (%llu pages of %zu bytes) does not "
+		return util_fail(-ENOMEM,
+				 "host pool of %.2f GB (%llu pages of %zu bytes) does not "
 				 "fit: %.2f GB available minus a %.2f GB reserve leaves %.2f GB; "
 				 "lower hicache_size or hicache_ratio",
 				 (double)want / GB, (unsigned long long)n, page_bytes,

@@ -83,8 +83,9 @@ int hc_slots_alloc(struct hc_slots *s, size_t n, uint64_t *out)
 		uint64_t avail = s->top;
 		pthread_mutex_unlock(&s->lock);
 		/* Expected when a tier is full: callers evict and retry. */
-		return fail_limited(HC_LOG_INFO, -ENOSPC, "slot allocator: %zu slots asked, %llu free",
-				    n, (unsigned long long)avail);
+		return fail_limited(HC_LOG_INFO, -ENOSPC,
+				    "slot allocator: %zu slots asked, %llu free", n,
+				    (unsigned long long)avail);
 	}
 	for (size_t i = 0; i < n; i++) {
 		uint64_t page = s->stack[--s->top];

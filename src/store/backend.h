@@ -23,7 +23,7 @@ struct store_obj {
 	uint64_t route;          /* hc_key_route_hash(name) */
 	const struct iovec *iov; /* the whole object image (put) / where it goes (get) */
 	unsigned iovcnt;
-	size_t len;              /* object bytes: image length, expected size */
+	size_t len; /* object bytes: image length, expected size */
 	/* Per-object hooks, used only by a backend with object_hooks (the
 	 * store does the same work itself around other backends' calls):
 	 * put calls prepare(hook_arg) once before it writes the object, while
@@ -34,7 +34,7 @@ struct store_obj {
 	int (*prepare)(void *arg);
 	void (*arrived)(void *arg);
 	void *hook_arg;
-	int result;              /* out: see each op */
+	int result; /* out: see each op */
 };
 
 /* A stream of object arrays for put_feed/get_feed: next() gives the next

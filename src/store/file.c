@@ -117,21 +117,23 @@ static int check_trusted(const struct file_be *fb, const struct stat *st, const 
 {
 	uid_t me = geteuid();
 	if (st->st_uid != me)
-		return util_fail(-EPERM, "file store: %s '%s%s%s' is owned by uid %u, not by this "
+		return util_fail(-EPERM,
+				 "file store: %s '%s%s%s' is owned by uid %u, not by this "
 				 "user (uid %u): its owner could replace objects. Use a dir of "
-				 "your own (mkdir -m 700) or chown it", what, path,
-				 name ? "/" : "", name ? name : "", (unsigned)st->st_uid,
-				 (unsigned)me);
+				 "your own (mkdir -m 700) or chown it",
+				 what, path, name ? "/" : "", name ? name : "",
+				 (unsigned)st->st_uid, (unsigned)me);
 	mode_t bad = fb->shared_group ? S_IWOTH : (S_IWGRP | S_IWOTH);
 	if (st->st_mode & bad)
-		return util_fail(-EPERM, "file store: %s '%s%s%s' is writable by %s (mode %04o): "
-				 "they could plant forged objects. chmod %s it%s", what, path,
-				 name ? "/" : "", name ? name : "",
+		return util_fail(-EPERM,
+				 "file store: %s '%s%s%s' is writable by %s (mode %04o): "
+				 "they could plant forged objects. chmod %s it%s",
+				 what, path, name ? "/" : "", name ? name : "",
 				 st->st_mode & S_IWOTH ? "others" : "its group",
-				 (unsigned)(st->st_mode & 07777),
-				 fb->shared_group ? "o-w" : "go-w",
-				 fb->shared_group ? "" : ", or set l3_file_shared_group: true "
-				 "when everyone in its group is trusted");
+				 (unsigned)(st->st_mode & 07777), fb->shared_group ? "o-w" : "go-w",
+				 fb->shared_group ? ""
+						  : ", or set l3_file_shared_group: true "
+						    "when everyone in its group is trusted");
 	return 0;
 }
 
@@ -145,11 +147,14 @@ static int open_dir(struct file_be *fb, size_t i, const char *path)
 				 hc_strerror(rc));
 	char *real = realpath(path, NULL);
 	if (!real)
-		return util_fail(-errno, "file store: base dir '%s': %s", path, hc_strerror(-errno));
+		return util_fail(-errno, "file store: base dir '%s': %s", path,
+				 hc_strerror(-errno));
 	for (size_t j = 0; j < i; j++) {
 		if (!strcmp(fb->dirs[j], real)) {
-			rc = util_fail(-EINVAL, "file store: base dir '%s' is given twice (both are "
-				       "'%s')", path, real);
+			rc = util_fail(-EINVAL,
+				       "file store: base dir '%s' is given twice (both are "
+				       "'%s')",
+				       path, real);
 			free(real);
 			return rc;
 		}
@@ -161,7 +166,8 @@ static int open_dir(struct file_be *fb, size_t i, const char *path)
 				 hc_strerror(-errno));
 	struct stat st;
 	if (fstat(fb->dirfds[i], &st))
-		return util_fail(-errno, "file store: base dir '%s': %s", real, hc_strerror(-errno));
+		return util_fail(-errno, "file store: base dir '%s': %s", real,
+				 hc_strerror(-errno));
 	if ((rc = check_trusted(fb, &st, "base dir", real, NULL)))
 		return rc;
 	for (unsigned b = 0; b < 256; b++) {
@@ -170,17 +176,20 @@ static int open_dir(struct file_be *fb, size_t i, const char *path)
 		if (mkdirat(fb->dirfds[i], name, dmode) && errno != EEXIST)
 			return util_fail(-errno, "file store: cannot create bucket '%s/%s': %s",
 					 real, name, hc_strerror(-errno));
-		int bfd = openat(fb->dirfds[i], name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int bfd = openat(fb->dirfds[i], name,
+				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (bfd < 0) {
 			rc = -errno;
 			struct stat ls;
-			if (!fstatat(fb->dirfds[i], name, &ls, AT_SYMLINK_NOFOLLOW) && S_ISLNK(ls.st_mode))
+			if (!fstatat(fb->dirfds[i], name, &ls, AT_SYMLINK_NOFOLLOW) &&
+			    S_ISLNK(ls.st_mode))
 				rc = -ELOOP; /* O_DIRECTORY says ENOTDIR for a link */
 			return util_fail(rc == -ELOOP ? -ENOTDIR : rc,
 					 "file store: bucket '%s/%s' is %s", real, name,
 					 rc == -ELOOP ? "a symlink (never followed in a store): "
-					 "remove it" : rc == -ENOTDIR ? "not a directory"
-					 : hc_strerror(rc));
+							"remove it"
+					 : rc == -ENOTDIR ? "not a directory"
+							  : hc_strerror(rc));
 		}
 		rc = fstat(bfd, &st) ? -errno : check_trusted(fb, &st, "bucket", real, name);
 		close(bfd);
@@ -208,8 +217,14 @@ static int probe_direct(struct file_be *fb, size_t i, const void *buf, size_t le
 			 (unsigned long long)seq);
 		struct iovec iov = {(void *)buf, len};
 		struct io_write_req req = {
-			.dirfd = fb->dirfds[i], .tmp_name = tmp, .final_name = final, .iov = &iov,
-			.iovcnt = 1, .len = len, .direct = true, .noreplace = true,
+			.dirfd = fb->dirfds[i],
+			.tmp_name = tmp,
+			.final_name = final,
+			.iov = &iov,
+			.iovcnt = 1,
+			.len = len,
+			.direct = true,
+			.noreplace = true,
 		};
 		rc = io_write_batch(fb->io, &req, 1);
 		if (!rc)
@@ -237,7 +252,6 @@ static void fall_back_to_buffered(struct file_be *fb, const char *why, int rc)
 	atomic_store(&fb->align, 1);
 }
 
-
 static int file_open(const struct hc_config *cfg, void **out)
 {
 	const char *const *dirs;
@@ -256,7 +270,7 @@ static int file_open(const struct hc_config *cfg, void **out)
 		return rc;
 	if (ndirs == 0)
 		return util_fail(-EINVAL, "file store: no directory; set config 'dirs' or "
-				 "HICACHE_STORAGE_DIR");
+					  "HICACHE_STORAGE_DIR");
 
 	struct file_be *fb = hc_fault_calloc(1, sizeof(*fb));
 	if (!fb)
@@ -281,8 +295,10 @@ static int file_open(const struct hc_config *cfg, void **out)
 		goto fail;
 	fb->temp_age_ns = (int64_t)(temp_age_s * 1e9);
 	if (fb->low_pct >= fb->high_pct) {
-		rc = util_fail(-EINVAL, "file store: l3_cleaner_low_watermark (%g) must be below "
-			       "l3_cleaner_high_watermark (%g)", fb->low_pct, fb->high_pct);
+		rc = util_fail(-EINVAL,
+			       "file store: l3_cleaner_low_watermark (%g) must be below "
+			       "l3_cleaner_high_watermark (%g)",
+			       fb->low_pct, fb->high_pct);
 		goto fail;
 	}
 	fb->capacity_bytes = (uint64_t)(cap_gb * 1e9);
@@ -291,8 +307,7 @@ static int file_open(const struct hc_config *cfg, void **out)
 			goto fail;
 
 	struct io_engine_opts io = {.queue_depth = (unsigned)depth, .threads = (unsigned)threads};
-	if ((rc = io_engine_parse_kind(engine, &io.kind)) ||
-	    (rc = io_engine_create(&io, &fb->io)))
+	if ((rc = io_engine_parse_kind(engine, &io.kind)) || (rc = io_engine_create(&io, &fb->io)))
 		goto fail;
 
 	atomic_store(&fb->direct, direct);

@@ -102,7 +102,8 @@ static void clean_locked(struct file_be *fb)
 		return;
 	if (fb->capacity_bytes && scan.object_bytes > fb->capacity_bytes) {
 		/* Hysteresis: delete down to the low/high fraction of the cap. */
-		uint64_t target = (uint64_t)((double)fb->capacity_bytes * fb->low_pct / fb->high_pct);
+		uint64_t target = (uint64_t)((double)fb->capacity_bytes * fb->low_pct /
+					     fb->high_pct);
 		uint64_t pages = 0, bytes = 0;
 		file_scan_evict(&scan, target, &pages, &bytes);
 		cs_add(fb, CS(capacity_pages), pages);
@@ -121,8 +122,9 @@ static void clean_locked(struct file_be *fb)
 		cs_add(fb, CS(watermark_pages), pages);
 		cs_add(fb, CS(watermark_bytes), bytes);
 		log_info("file store cleaner: file system above %g%%: deleted %llu pages (%llu "
-			 "bytes) of %llu bytes over %g%%", fb->high_pct, (unsigned long long)pages,
-			 (unsigned long long)bytes, (unsigned long long)want, fb->low_pct);
+			 "bytes) of %llu bytes over %g%%",
+			 fb->high_pct, (unsigned long long)pages, (unsigned long long)bytes,
+			 (unsigned long long)want, fb->low_pct);
 	}
 	free(group);
 	free(need);

@@ -67,13 +67,13 @@ static int64_t clear_bucket(struct file_be *fb, size_t i, unsigned b,
 	closedir(d);
 	/* The cleaner's estimate; its next scan counts again anyway. */
 	uint64_t used = atomic_load(&fb->used_bytes);
-	while (!atomic_compare_exchange_weak(&fb->used_bytes, &used, used > bytes ? used - bytes : 0))
+	while (!atomic_compare_exchange_weak(&fb->used_bytes, &used,
+					     used > bytes ? used - bytes : 0))
 		;
 	return n;
 }
 
-int64_t file_remove_matching(void *p, bool (*match)(const char *name, void *arg),
-			     void *arg)
+int64_t file_remove_matching(void *p, bool (*match)(const char *name, void *arg), void *arg)
 {
 	struct file_be *fb = p;
 	int64_t total = 0;

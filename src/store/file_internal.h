@@ -20,14 +20,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define FILE_PATH_MAX (3 + HC_NAME_MAX)    /* "ab/" + name */
+#define FILE_PATH_MAX (3 + HC_NAME_MAX) /* "ab/" + name */
 #define TMP_NAME_MAX 80
 /* Fresh names tried for an object whose temp name was taken. */
 #define TEMP_RETRIES 4
 
 struct file_be {
 	size_t ndirs;
-	char **dirs;  /* real paths */
+	char **dirs; /* real paths */
 	int *dirfds;
 	bool shared_group; /* l3_file_shared_group */
 	_Atomic bool direct;
@@ -39,7 +39,7 @@ struct file_be {
 	/* capacity and the cleaner */
 	uint64_t capacity_bytes;
 	double high_pct, low_pct, interval_s;
-	int64_t temp_age_ns; /* l3_file_temp_max_age_s */
+	int64_t temp_age_ns;         /* l3_file_temp_max_age_s */
 	_Atomic uint64_t used_bytes; /* objects written since the last scan, plus the scan */
 	struct file_lease lease;
 	/* struct hc_store_cleaner_stats, field by field */
@@ -74,8 +74,7 @@ void file_cleaner_stats(void *p, struct hc_store_cleaner_stats *out);
 
 /* ---- file_clear.c ---- */
 
-int64_t file_remove_matching(void *p, bool (*match)(const char *name, void *arg),
-			     void *arg);
+int64_t file_remove_matching(void *p, bool (*match)(const char *name, void *arg), void *arg);
 
 /* The offline tools (ops entries; file_tools.c): over base dirs. */
 int file_tool_fsck(const char *const *dirs, size_t ndirs, bool repair, int64_t temp_age_ns,

@@ -98,8 +98,8 @@ static struct file_batch *file_batch_new(struct file_be *fb, struct store_obj *o
 	*b = (struct file_batch){objs, n, write};
 	/* Hooks (8-byte aligned) before the names. */
 	struct file_hook *hooks = (void *)((char *)file_batch_reqs(b) + n * req);
-	char (*paths)[FILE_PATH_MAX] = (void *)((char *)hooks + (write ? n * sizeof(*hooks) : 0));
-	char (*tmps)[TMP_NAME_MAX] = (void *)(paths + n);
+	char(*paths)[FILE_PATH_MAX] = (void *)((char *)hooks + (write ? n * sizeof(*hooks) : 0));
+	char(*tmps)[TMP_NAME_MAX] = (void *)(paths + n);
 	bool direct = atomic_load(&fb->direct);
 	for (size_t i = 0; i < n; i++) {
 		path_of(&objs[i], paths[i]);
@@ -172,8 +172,8 @@ static int write_sync(const struct io_write_req *q, const char *tmp)
 	}
 	if (close(fd) && errno != EINTR && !rc)
 		rc = -errno;
-	if (!rc && renameat2(q->dirfd, tmp, q->dirfd, q->final_name,
-			     q->noreplace ? RENAME_NOREPLACE : 0))
+	if (!rc &&
+	    renameat2(q->dirfd, tmp, q->dirfd, q->final_name, q->noreplace ? RENAME_NOREPLACE : 0))
 		rc = -errno;
 	if (rc)
 		unlinkat(q->dirfd, tmp, 0);
@@ -393,7 +393,7 @@ int64_t file_exists(void *p, struct store_obj *objs, size_t n, bool stop_at_miss
 {
 	struct file_be *fb = p;
 	struct io_stat_req *reqs = hc_fault_calloc(n ? n : 1, sizeof(*reqs));
-	char (*paths)[FILE_PATH_MAX] = hc_fault_malloc((n ? n : 1) * sizeof(*paths));
+	char(*paths)[FILE_PATH_MAX] = hc_fault_malloc((n ? n : 1) * sizeof(*paths));
 	if (!reqs || !paths) {
 		free(reqs);
 		free(paths);
@@ -401,7 +401,8 @@ int64_t file_exists(void *p, struct store_obj *objs, size_t n, bool stop_at_miss
 	}
 	for (size_t i = 0; i < n; i++) {
 		path_of(&objs[i], paths[i]);
-		reqs[i] = (struct io_stat_req){.dirfd = dirfd_of(fb, &objs[i]), .name = paths[i],
+		reqs[i] = (struct io_stat_req){.dirfd = dirfd_of(fb, &objs[i]),
+					       .name = paths[i],
 					       .result = -ENOENT};
 	}
 	int64_t rc = io_stat_batch(fb->io, reqs, n, stop_at_miss);
@@ -438,8 +439,7 @@ static int heal_one(struct file_be *fb, int dirfd, const char *path)
 	size_t bucket = slash ? (size_t)(slash - path) + 1 : 0;
 	char aside[TMP_NAME_MAX];
 	snprintf(aside, sizeof(aside), "%.*s.tmp.heal.%016llx.%llu", (int)bucket, path,
-		 (unsigned long long)fb->nonce,
-		 (unsigned long long)atomic_fetch_add(&fb->seq, 1));
+		 (unsigned long long)fb->nonce, (unsigned long long)atomic_fetch_add(&fb->seq, 1));
 	if (renameat2(dirfd, path, dirfd, aside, RENAME_NOREPLACE))
 		return -errno;
 	int fd = io_openat_beneath(dirfd, aside, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0);

@@ -62,10 +62,11 @@ int file_lease_open(struct file_lease *l, const int *dirfds, char *const *dirs, 
 	for (size_t i = 0; i < n; i++) {
 		l->fds[i] = open_lock_file(dirfds[i], shared_group);
 		if (l->fds[i] < 0)
-			log_warn("file store: cannot open the cleaner's lock file '%s/%s' (%s): this "
-				 "store's cleaner works on that dir without the lease (another "
-				 "cleaner may work there at once)",
-				 dirs[i], FILE_LEASE_NAME, hc_strerror(l->fds[i]));
+			log_warn(
+				"file store: cannot open the cleaner's lock file '%s/%s' (%s): this "
+				"store's cleaner works on that dir without the lease (another "
+				"cleaner may work there at once)",
+				dirs[i], FILE_LEASE_NAME, hc_strerror(l->fds[i]));
 	}
 	return 0;
 }
@@ -99,7 +100,8 @@ enum file_lease_state file_lease_take(struct file_lease *l, char *const *dirs)
 		if (!l->warned) {
 			log_warn("file store: the file system of '%s' cannot lock the cleaner's "
 				 "lease (%s): this store's cleaner works without it (another "
-				 "cleaner may work there at once)", dirs[i], hc_strerror(-rc));
+				 "cleaner may work there at once)",
+				 dirs[i], hc_strerror(-rc));
 			l->warned = true;
 		}
 	}

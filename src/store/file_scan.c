@@ -94,7 +94,8 @@ static int scan_bucket(struct file_scan *s, int dirfd, uint32_t disk, uint32_t b
 	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR)) {
 		/* A symlink (or a file) where a bucket belongs: never followed. */
 		log_warn("file store: skipping bucket '%s/%s': not a directory (a symlink is "
-			 "never followed in a store)", s->dirs[disk], name);
+			 "never followed in a store)",
+			 s->dirs[disk], name);
 		s->foreign++;
 		return 0;
 	}
@@ -125,16 +126,17 @@ static int scan_bucket(struct file_scan *s, int dirfd, uint32_t disk, uint32_t b
 					sizeof(*s->temps), de->d_name, &dup);
 			if (rc)
 				break;
-			s->temps[s->ntemps++] = (struct scan_temp){
-				dup, disk, bucket, mtime_of(&st),
-				temp_orphaned(mtime_of(&st), now_ns, age_ns)};
+			s->temps[s->ntemps++] = (struct scan_temp){dup, disk, bucket, mtime_of(&st),
+								   temp_orphaned(mtime_of(&st),
+										 now_ns, age_ns)};
 		} else if (strlen(de->d_name) >= HEX_LEN && file_scan_is_object(de->d_name)) {
 			rc = push_named((void **)&s->objs, &s->nobjs, &s->cap_objs,
 					sizeof(*s->objs), de->d_name, &dup);
 			if (rc)
 				break;
 			int64_t m = mtime_of(&st);
-			s->objs[s->nobjs++] = (struct scan_obj){.name = dup, .disk = disk,
+			s->objs[s->nobjs++] = (struct scan_obj){.name = dup,
+								.disk = disk,
 								.bucket = bucket,
 								.bytes = (uint64_t)st.st_size,
 								.mtime_ns = m};
@@ -180,9 +182,10 @@ int file_scan_dirs_aged(const char *const *dirs, size_t ndirs, int64_t age_ns,
 		int rc = fstat(fd, &ids[i]) ? -errno : 0;
 		for (size_t j = 0; j < i && !rc; j++)
 			if (ids[j].st_dev == ids[i].st_dev && ids[j].st_ino == ids[i].st_ino)
-				rc = util_fail(-EINVAL, "file store: '%s' and '%s' are the same "
-					       "directory; give each base dir once", dirs[j],
-					       dirs[i]);
+				rc = util_fail(-EINVAL,
+					       "file store: '%s' and '%s' are the same "
+					       "directory; give each base dir once",
+					       dirs[j], dirs[i]);
 		if (rc) {
 			close(fd);
 			file_scan_free(out);
@@ -335,8 +338,11 @@ static int evict(struct file_scan *s, const struct evict_goal *goal, uint64_t *p
 		 uint64_t *bytes_out)
 {
 	file_scan_pages(s); /* sorts objects by page */
-	const struct page_objs objs = {.arg = s->objs, .n = s->nobjs, .same_page = scan_same_page,
-				       .bytes = scan_bytes, .mtime_ns = scan_mtime};
+	const struct page_objs objs = {.arg = s->objs,
+				       .n = s->nobjs,
+				       .same_page = scan_same_page,
+				       .bytes = scan_bytes,
+				       .mtime_ns = scan_mtime};
 	struct page_group *g;
 	size_t k;
 	int rc = page_plan(&objs, &g, &k);
@@ -395,8 +401,7 @@ int file_scan_evict(struct file_scan *s, uint64_t target, uint64_t *pages, uint6
 int file_scan_evict_needs(struct file_scan *s, const uint32_t *group_of_disk, uint64_t *need,
 			  size_t ngroups, uint64_t *pages, uint64_t *bytes)
 {
-	struct evict_goal goal = {.group_of_disk = group_of_disk, .need = need,
-				  .ngroups = ngroups};
+	struct evict_goal goal = {.group_of_disk = group_of_disk, .need = need, .ngroups = ngroups};
 	return evict(s, &goal, pages, bytes);
 }
 

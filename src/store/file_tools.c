@@ -25,8 +25,7 @@
 static bool placed_right(const struct scan_obj *o, size_t ndirs)
 {
 	uint64_t route = hc_key_route_hash(o->name);
-	return hc_key_bucket(route) == o->bucket &&
-	       hc_key_disk(route, (unsigned)ndirs) == o->disk;
+	return hc_key_bucket(route) == o->bucket && hc_key_disk(route, (unsigned)ndirs) == o->disk;
 }
 
 enum verdict { V_OK, V_CORRUPT, V_GONE, V_ERROR };
@@ -103,7 +102,8 @@ int file_tool_fsck(const char *const *dirs, size_t ndirs, bool repair, int64_t t
 			out->misplaced++;
 			log_warn("fsck: misplaced object %s (another base dir or bucket than its "
 				 "name routes to: are the dirs given in the store's order and "
-				 "number?); left alone", path);
+				 "number?); left alone",
+				 path);
 			continue;
 		}
 		if (o->disk != bdisk || o->bucket != bbucket) {

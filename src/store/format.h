@@ -24,12 +24,12 @@
 struct store_trailer {
 	uint64_t magic;
 	uint16_t version;
-	uint16_t pool_kind;  /* enum hc_pool_kind */
-	uint16_t layout;     /* enum hc_kv_layout for KV, 0 otherwise */
-	uint16_t component;  /* enum hc_component */
+	uint16_t pool_kind; /* enum hc_pool_kind */
+	uint16_t layout;    /* enum hc_kv_layout for KV, 0 otherwise */
+	uint16_t component; /* enum hc_component */
 	uint32_t component_index;
 	uint32_t page_tokens;
-	uint64_t geometry;   /* XXH3-64 of the pool's canonical geometry */
+	uint64_t geometry; /* XXH3-64 of the pool's canonical geometry */
 	uint64_t payload_len;
 	uint64_t checksum;   /* XXH3-64 of the payload (0 = not computed) */
 	uint64_t self_check; /* XXH3-64 of the 48 bytes above */

@@ -17,8 +17,8 @@
 #include <xxhash.h>
 
 struct mem_obj {
-	struct mem_obj *hnext;           /* hash chain */
-	struct mem_obj *prev, *next;     /* LRU: head is the most recent */
+	struct mem_obj *hnext;       /* hash chain */
+	struct mem_obj *prev, *next; /* LRU: head is the most recent */
 	uint64_t hash;
 	size_t len;
 	uint8_t *data;
@@ -197,7 +197,8 @@ static int mem_get(void *p, struct store_obj *objs, size_t n)
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < n; i++) {
 		struct store_obj *obj = &objs[i];
-		struct mem_obj *o = *slot_of(m, obj->name, XXH3_64bits(obj->name, strlen(obj->name)));
+		struct mem_obj *o = *slot_of(m, obj->name,
+					     XXH3_64bits(obj->name, strlen(obj->name)));
 		if (!o) {
 			obj->result = -ENOENT;
 			continue;
@@ -230,8 +231,8 @@ static int64_t mem_exists(void *p, struct store_obj *objs, size_t n, bool stop_a
 			objs[i].result = -ENOENT;
 			continue;
 		}
-		struct mem_obj *o =
-			*slot_of(m, objs[i].name, XXH3_64bits(objs[i].name, strlen(objs[i].name)));
+		struct mem_obj *o = *slot_of(m, objs[i].name,
+					     XXH3_64bits(objs[i].name, strlen(objs[i].name)));
 		objs[i].result = !o ? -ENOENT : o->len == objs[i].len ? 0 : -EBADMSG;
 		if (objs[i].result)
 			missed = true;
@@ -247,8 +248,8 @@ static int mem_remove(void *p, struct store_obj *objs, size_t n)
 	struct mem_be *m = p;
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < n; i++) {
-		struct mem_obj *o =
-			*slot_of(m, objs[i].name, XXH3_64bits(objs[i].name, strlen(objs[i].name)));
+		struct mem_obj *o = *slot_of(m, objs[i].name,
+					     XXH3_64bits(objs[i].name, strlen(objs[i].name)));
 		objs[i].result = o ? 0 : -ENOENT;
 		if (o)
 			remove_obj(m, o);

@@ -331,7 +331,8 @@ int hc_store_register_pool_ex(struct hc_store *st, const char *name, struct hc_p
 	struct hc_pool_reg reg;
 	hc_pool_reg_init(&reg, sizeof(reg));
 	if (reg_in) {
-		int rc = util_opts_load(&reg, sizeof(reg), reg_in, "hc_store_register_pool_ex: reg");
+		int rc = util_opts_load(&reg, sizeof(reg), reg_in,
+					"hc_store_register_pool_ex: reg");
 		if (rc)
 			return rc;
 	}

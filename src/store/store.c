@@ -45,8 +45,9 @@
 
 void hc_store_opts_init(struct hc_store_opts *o, size_t size)
 {
-	static const struct hc_store_opts d = {
-		.struct_size = sizeof(d), .backend = "file", .tp_size = 1};
+	static const struct hc_store_opts d = {.struct_size = sizeof(d),
+					       .backend = "file",
+					       .tp_size = 1};
 	util_opts_init(o, size, &d, sizeof(d));
 }
 
@@ -113,7 +114,7 @@ int hc_store_open(const struct hc_store_opts *opts, struct hc_store **out)
 	st->tp_rank = o->tp_rank;
 	st->force_bounce = o->force_bounce;
 	rc = hc_key_suffix(o->model, o->tp_rank, o->tp_size, false, st->suffix_rank,
-			       sizeof(st->suffix_rank));
+			   sizeof(st->suffix_rank));
 	if (rc >= 0)
 		rc = hc_key_suffix(o->model, o->tp_rank, o->tp_size, true, st->suffix_shared,
 				   sizeof(st->suffix_shared));

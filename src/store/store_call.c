@@ -103,16 +103,17 @@ static int transfers_check(const struct hc_pool_transfer *t, size_t nt)
 {
 	for (size_t i = 0; i < nt; i++)
 		if (t[i].n && ((!t[i].keys && !t[i].names) || !t[i].pages))
-			return util_fail(-EINVAL, "store: transfer %zu ('%s') has NULL keys or pages",
-					 i, t[i].pool ? t[i].pool : "(null)");
+			return util_fail(-EINVAL,
+					 "store: transfer %zu ('%s') has NULL keys or pages", i,
+					 t[i].pool ? t[i].pool : "(null)");
 	return 0;
 }
 
 /* Plan transfers t[0..nt) into a new op (a started one, or run_now's),
  * holding its pools (v1: the anchor) until it is over. Transfers without
  * results get ours: the outcome needs every page's. */
-static int op_plan(struct hc_store *st, struct hc_pool_transfer *t, size_t nt,
-		   enum transfer_op dir, bool v1, struct hc_store_op **out, const char *what)
+static int op_plan(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, enum transfer_op dir,
+		   bool v1, struct hc_store_op **out, const char *what)
 {
 	*out = NULL;
 	int rc = transfers_check(t, nt);
@@ -149,8 +150,10 @@ static int op_plan(struct hc_store *st, struct hc_pool_transfer *t, size_t nt,
 	}
 	rc = store_hold(st, c, nt, v1, false, ctxs, o->touched, &o->ntouched, what);
 	if (!rc && v1 && dir == OP_GET && ctxs[0]->marker)
-		rc = util_fail(-EINVAL, "%s: the anchor '%s' is a logical pool with no data; use "
-			       "hc_store_get_v2", what, ctxs[0]->name);
+		rc = util_fail(-EINVAL,
+			       "%s: the anchor '%s' is a logical pool with no data; use "
+			       "hc_store_get_v2",
+			       what, ctxs[0]->name);
 	if (!rc)
 		rc = store_plan(c, nt, ctxs, v1, &o->e, &o->ne, &o->hexkeys, what);
 	free(c);

@@ -172,7 +172,6 @@ struct hc_store {
  * stream costs its pages' first touch (docs/PERFORMANCE-HISTORY.md). */
 #define BOUNCE_RESERVED_WORKS 3
 
-
 /* One page of one pool in a call, named by its key or, key NULL, by a
  * caller's name (store.h, Keys). */
 struct entry {
@@ -192,17 +191,17 @@ struct op_out {
 };
 
 struct hc_store_op {
-	struct hc_store_op *next; /* the queue */
+	struct hc_store_op *next;      /* the queue */
 	struct hc_store_op *live_next; /* a stream's ops not over yet */
 	struct hc_store *st;
 	enum transfer_op dir;
 	struct entry *e; /* what is left to move (MLA skips taken out) */
 	size_t ne;
 	struct hc_key *hexkeys; /* names that were keys' hex (plan) */
-	size_t left;     /* entries not over yet */
-	struct op_out *out; /* one per transfer */
+	size_t left;            /* entries not over yet */
+	struct op_out *out;     /* one per transfer */
 	size_t nout;
-	int *own;           /* results of the transfers that brought none */
+	int *own; /* results of the transfers that brought none */
 	/* The distinct pools of the call, held (store_hold) until it is over. */
 	struct store_ctx *touched[STORE_MAX_POOLS];
 	size_t ntouched;
@@ -215,12 +214,12 @@ struct stream {
 	struct store_feed feed;
 	struct hc_store *st;
 	enum transfer_op dir;
-	struct hc_store_op *cur; /* the op being cut into chunks */
-	size_t pos;              /* its next entry */
-	bool queue;              /* takes more ops from the store's queue */
+	struct hc_store_op *cur;  /* the op being cut into chunks */
+	size_t pos;               /* its next entry */
+	bool queue;               /* takes more ops from the store's queue */
 	struct hc_store_op *live; /* ops taken and not over */
-	unsigned bounced_live;   /* its chunks with bounce slots not over */
-	bool paused;             /* the last next() waited for one to be over */
+	unsigned bounced_live;    /* its chunks with bounce slots not over */
+	bool paused;              /* the last next() waited for one to be over */
 };
 
 /* ---- store_stats.c ---- */
@@ -236,8 +235,8 @@ uint64_t now_us(void);
 void stat_batch(struct hc_store *st, struct store_ctx *const *ctxs, size_t nctx, size_t count_field,
 		size_t hist_field, uint64_t t0);
 /* The batch count and latency of a call that touched pools ctxs. */
-void stat_call(struct hc_store *st, struct store_ctx *const *ctxs, size_t nctx,
-	       enum transfer_op op, uint64_t t0);
+void stat_call(struct hc_store *st, struct store_ctx *const *ctxs, size_t nctx, enum transfer_op op,
+	       uint64_t t0);
 
 /* ---- store_work.c ---- */
 

@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <string.h>
 
-
 /* A bounce page from this size on is hashed while it is copied, block by
  * block: into the pool after a verified read, into its slot before a
  * write. Hashing it whole and copying it are two passes over cold memory
@@ -99,7 +98,11 @@ void store_obj_job_init(struct hc_store *st, struct work *w, const struct entry 
 	const struct store_ctx *c = e->ctx;
 	struct store_obj *obj = &w->objs[k];
 	struct obj_job *j = &w->jobs[k];
-	*j = (struct obj_job){.st = st, .e = e, .obj = obj, .o = o, .slot = slot,
+	*j = (struct obj_job){.st = st,
+			      .e = e,
+			      .obj = obj,
+			      .o = o,
+			      .slot = slot,
 			      .block = w->trailers + k * FORMAT_BLOCK};
 	if (c->marker) {
 		w->iov[k][0] = (struct iovec){j->block, FORMAT_BLOCK};
@@ -170,7 +173,8 @@ void store_get_check(struct obj_job *j)
 {
 	const struct store_ctx *c = j->e->ctx;
 	j->checked = true;
-	if (!c->zero_copy && !c->marker && j->st->verify && c->page_bytes >= BOUNCE_SUMMED_MIN_BYTES) {
+	if (!c->zero_copy && !c->marker && j->st->verify &&
+	    c->page_bytes >= BOUNCE_SUMMED_MIN_BYTES) {
 		j->verdict = get_bounce_verified(j);
 		return;
 	}

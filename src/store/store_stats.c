@@ -58,8 +58,8 @@ static void stat_batch_acc(struct stats_acc *acc, size_t count_field, size_t his
 
 /* One batch for the store and for each pool it touched (a pool's latency
  * is that of the calls that moved its pages). */
-void stat_batch(struct hc_store *st, struct store_ctx *const *ctxs, size_t nctx,
-		size_t count_field, size_t hist_field, uint64_t t0)
+void stat_batch(struct hc_store *st, struct store_ctx *const *ctxs, size_t nctx, size_t count_field,
+		size_t hist_field, uint64_t t0)
 {
 	unsigned bucket = lat_bucket(now_us() - t0);
 	stat_batch_acc(&st->stats, count_field, hist_field, bucket);
@@ -118,8 +118,8 @@ double hc_store_latency_quantile(const uint64_t hist[HC_STORE_LAT_BUCKETS], doub
 	return (double)(1ull << (HC_STORE_LAT_BUCKETS - 1));
 }
 
-void stat_call(struct hc_store *st, struct store_ctx *const *ctxs, size_t nctx,
-	       enum transfer_op op, uint64_t t0)
+void stat_call(struct hc_store *st, struct store_ctx *const *ctxs, size_t nctx, enum transfer_op op,
+	       uint64_t t0)
 {
 	if (op == OP_SET)
 		stat_batch(st, ctxs, nctx, STAT(set_batches), STAT(set_latency_us), t0);

@@ -205,9 +205,9 @@ static size_t stream_next(struct store_feed *f, struct store_obj **objs)
 			return 0;
 		}
 		struct work *w = work_get(st);
-		int rc = !w ? util_fail(-ENOMEM, "store: no memory for a transfer")
-		       : s->dir == OP_SET ? store_set_chunk_build(st, w, o->e, from, end, bounce)
-					  : store_get_chunk_build(st, w, o->e, from, end, bounce);
+		int rc = !w                 ? util_fail(-ENOMEM, "store: no memory for a transfer")
+			 : s->dir == OP_SET ? store_set_chunk_build(st, w, o->e, from, end, bounce)
+					    : store_get_chunk_build(st, w, o->e, from, end, bounce);
 		if (rc) {
 			if (w)
 				work_put(st, w);

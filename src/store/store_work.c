@@ -38,8 +38,9 @@ struct work *work_get(struct hc_store *st)
 	if (!w)
 		return NULL;
 	w->names = hc_fault_malloc(CHUNK_OBJS * sizeof(*w->names));
-	if (!w->names || posix_memalign((void **)&w->trailers, FORMAT_BLOCK,
-					(size_t)CHUNK_OBJS * FORMAT_BLOCK) ||
+	if (!w->names ||
+	    posix_memalign((void **)&w->trailers, FORMAT_BLOCK,
+			   (size_t)CHUNK_OBJS * FORMAT_BLOCK) ||
 	    posix_memalign((void **)&w->discard, FORMAT_BLOCK, FORMAT_BLOCK)) {
 		work_free(w);
 		return NULL;

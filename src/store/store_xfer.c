@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #define CHUNK_BOUNCE_BYTES (64u << 20)
-#define CHUNK_MIN_OBJS 32                 /* the default io_depth's worth ... */
+#define CHUNK_MIN_OBJS 32                    /* the default io_depth's worth ... */
 #define CHUNK_BOUNCE_MAX ((size_t)512 << 20) /* ... unless pages are huge */
 /* A set looks an object up before writing it only from this size on.
  * Every backend's put refuses to replace an object (-EEXIST, untouched),
@@ -45,7 +45,8 @@ int store_plan(struct hc_pool_transfer *t, size_t nt, struct store_ctx *const *c
 		uint64_t limit = hc_pool_pages(c->pool);
 		for (size_t j = 0; j < t[i].n; j++)
 			if (t[i].pages[j] >= limit)
-				return util_fail(-EFAULT, "store: page %llu lies outside the "
+				return util_fail(-EFAULT,
+						 "store: page %llu lies outside the "
 						 "registered pool '%s' (%llu pages); "
 						 "nothing was transferred",
 						 (unsigned long long)t[i].pages[j], c->name,
@@ -160,7 +161,8 @@ static void set_note_existing(struct hc_store *st, bool existed)
 	if (recent >= SET_LOOKUP_WINDOW) {
 		atomic_store_explicit(&st->set_recent, recent / 2, memory_order_relaxed);
 		atomic_store_explicit(&st->set_existed,
-				      atomic_load_explicit(&st->set_existed, memory_order_relaxed) / 2,
+				      atomic_load_explicit(&st->set_existed, memory_order_relaxed) /
+					      2,
 				      memory_order_relaxed);
 	}
 }
@@ -299,7 +301,8 @@ void store_set_chunk_finish(struct hc_store *st, struct work *w, struct entry *e
 		int r = todo[j]->result = w->batch[j].result;
 		/* Written without a lookup: whether one would have paid. */
 		const struct obj_job *job = &w->jobs[todo[j] - w->objs];
-		if (todo[j]->len >= SET_LOOKUP_MIN_BYTES && !job->looked_up && (r == 0 || r == -EEXIST))
+		if (todo[j]->len >= SET_LOOKUP_MIN_BYTES && !job->looked_up &&
+		    (r == 0 || r == -EEXIST))
 			set_note_existing(st, r == -EEXIST);
 	}
 	/* A small object written without a lookup that failed may exist all
@@ -337,8 +340,11 @@ void store_set_chunk_finish(struct hc_store *st, struct work *w, struct entry *e
 			}
 		}
 		set_result(&e[i], page_rc);
-		stat_add(c, st, page_rc ? STAT(failures) : all_existed ? STAT(pages_existing)
-								    : STAT(pages_written), 1);
+		stat_add(c, st,
+			 page_rc       ? STAT(failures)
+			 : all_existed ? STAT(pages_existing)
+				       : STAT(pages_written),
+			 1);
 		if (page_rc == -ENOTUNIQ)
 			stat_add(c, st, STAT(other_geometry), 1);
 		if (wrote)

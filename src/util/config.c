@@ -30,8 +30,8 @@ struct config_key {
 	const char *name;
 	enum hc_config_type type;
 	const char *env;
-	const char *def; /* default, as environment text */
-	double min, max; /* INT and NUMBER bounds */
+	const char *def;            /* default, as environment text */
+	double min, max;            /* INT and NUMBER bounds */
 	const char *const *choices; /* STRING: allowed values (case-insensitive), NULL = any */
 	const char *doc;
 };
@@ -105,13 +105,15 @@ static const struct config_key config_table[] = {
 	 1, 100, NULL, "file system use (%) at which the cleaner starts deleting the oldest pages"},
 	{"l3_cleaner_low_watermark", HC_CONFIG_NUMBER, "HICACHE_L3_CLEANER_LOW_WATERMARK", "70", 0,
 	 100, NULL, "file system use (%) the cleaner deletes down to"},
-	{"l3_file_shared_group", HC_CONFIG_BOOL, "HICACHE_L3_FILE_SHARED_GROUP", "false", 0, 0, NULL,
+	{"l3_file_shared_group", HC_CONFIG_BOOL, "HICACHE_L3_FILE_SHARED_GROUP", "false", 0, 0,
+	 NULL,
 	 "file store: accept base dirs and buckets writable by their group (everyone in the "
 	 "group is trusted) and make files group-readable"},
 	{"l3_cleaner_interval_s", HC_CONFIG_NUMBER, "HICACHE_L3_CLEANER_INTERVAL_S", "30", 0, 86400,
 	 NULL, "seconds between cleaner passes (0 = no cleaner thread)"},
 	{"l3_file_temp_max_age_s", HC_CONFIG_NUMBER, "HICACHE_L3_FILE_TEMP_MAX_AGE_S", "600", 60,
-	 3.1e7, NULL, "file store: the cleaner removes temp files older than this (a dead "
+	 3.1e7, NULL,
+	 "file store: the cleaner removes temp files older than this (a dead "
 	 "writer's)"},
 	/* store/mem: the in-process backend */
 	{"mem_capacity_bytes", HC_CONFIG_INT, "HICACHE_MEM_CAPACITY_BYTES", "0", 0, 9e18, NULL,
@@ -188,11 +190,16 @@ static void value_clear(struct config_value *v)
 static const char *type_name(enum hc_config_type t)
 {
 	switch (t) {
-	case HC_CONFIG_BOOL: return "a boolean";
-	case HC_CONFIG_INT: return "an integer";
-	case HC_CONFIG_NUMBER: return "a number";
-	case HC_CONFIG_STRING: return "a string";
-	case HC_CONFIG_LIST: return "a list of strings";
+	case HC_CONFIG_BOOL:
+		return "a boolean";
+	case HC_CONFIG_INT:
+		return "an integer";
+	case HC_CONFIG_NUMBER:
+		return "a number";
+	case HC_CONFIG_STRING:
+		return "a string";
+	case HC_CONFIG_LIST:
+		return "a list of strings";
 	}
 	return "?";
 }
@@ -276,8 +283,10 @@ static int value_from_text(const struct config_key *k, const char *text, const c
 				return 0;
 			}
 		}
-		return util_fail(-EINVAL, "config key '%s' (%s): '%s' is not a boolean "
-				 "(true|false|1|0|yes|no|on|off)", k->name, origin, text);
+		return util_fail(-EINVAL,
+				 "config key '%s' (%s): '%s' is not a boolean "
+				 "(true|false|1|0|yes|no|on|off)",
+				 k->name, origin, text);
 	}
 	case HC_CONFIG_INT: {
 		char *end = NULL;
@@ -364,8 +373,10 @@ static int value_from_json(const struct config_key *k, const cJSON *item, struct
 			cJSON_ArrayForEach(e, item) {
 				if (!cJSON_IsString(e)) {
 					value_clear(out);
-					return util_fail(-EINVAL, "config key '%s' (JSON): every "
-							 "item must be a string", k->name);
+					return util_fail(-EINVAL,
+							 "config key '%s' (JSON): every "
+							 "item must be a string",
+							 k->name);
 				}
 				int rc = list_push(out, e->valuestring, strlen(e->valuestring));
 				if (rc) {
@@ -422,7 +433,8 @@ static int read_file(const char *path, char **out)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			rc = util_fail(n < 0 ? -errno : -EIO, "config file '%s': read failed", path);
+			rc = util_fail(n < 0 ? -errno : -EIO, "config file '%s': read failed",
+				       path);
 			goto out;
 		}
 		got += (size_t)n;
@@ -452,8 +464,8 @@ static int apply_json(struct hc_config *cfg, const char *json)
 	int rc = 0;
 	if (!root) {
 		size_t off = err_at ? (size_t)(err_at - json) : 0;
-		rc = util_fail(-EINVAL, "config: %s is not valid JSON (error near byte %zu)", origin,
-			       off);
+		rc = util_fail(-EINVAL, "config: %s is not valid JSON (error near byte %zu)",
+			       origin, off);
 		goto out;
 	}
 	if (!cJSON_IsObject(root)) {

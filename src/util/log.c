@@ -51,8 +51,10 @@ static int current_level(void)
 	enum hc_log_level parsed = HC_LOG_WARN;
 	const char *env = getenv("HICACHE_LOG");
 	if (env && *env && hc_log_parse_level(env, &parsed) != 0) {
-		fprintf(stderr, "hicache: warn: HICACHE_LOG=%s is not one of "
-				"off|error|warn|info|debug|trace; using warn\n", env);
+		fprintf(stderr,
+			"hicache: warn: HICACHE_LOG=%s is not one of "
+			"off|error|warn|info|debug|trace; using warn\n",
+			env);
 		parsed = HC_LOG_WARN;
 	}
 	int expected = -1;
@@ -167,7 +169,8 @@ bool hc_log_limit_pass(struct hc_log_limit *l, uint64_t now, uint64_t *suppresse
 {
 	uint64_t next = atomic_load_explicit(&l->next_ns, memory_order_relaxed);
 	/* One thread wins the interval's line; the others count themselves. */
-	if (now < next || !atomic_compare_exchange_strong(&l->next_ns, &next, now + l->interval_ns)) {
+	if (now < next ||
+	    !atomic_compare_exchange_strong(&l->next_ns, &next, now + l->interval_ns)) {
 		atomic_fetch_add_explicit(&l->suppressed, 1, memory_order_relaxed);
 		return false;
 	}
@@ -204,8 +207,7 @@ void util_log_limited(struct hc_log_limit *l, enum hc_log_level level, const cha
 	va_end(ap);
 }
 
-int util_fail_limited(struct hc_log_limit *l, enum hc_log_level level, int rc, const char *fmt,
-		      ...)
+int util_fail_limited(struct hc_log_limit *l, enum hc_log_level level, int rc, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);

@@ -52,7 +52,10 @@ struct hc_log_limit {
 	_Atomic uint64_t suppressed; /* lines left out since the last one */
 };
 #define HC_LOG_INTERVAL_S 10
-#define HC_LOG_LIMIT_INIT(seconds) {.interval_ns = (uint64_t)(seconds) * 1000000000ull}
+#define HC_LOG_LIMIT_INIT(seconds)                               \
+	{                                                        \
+		.interval_ns = (uint64_t)(seconds)*1000000000ull \
+	}
 
 /* Whether a line may go out at now_ns; when it may, *suppressed gets the
  * count of lines left out before it (and the count restarts). */
@@ -63,19 +66,19 @@ void util_log_limited(struct hc_log_limit *l, enum hc_log_level level, const cha
 /* An expected failure on a hot path: recorded as this thread's
  * hc_last_error() like util_fail, but logged at level through limit l,
  * never at error level. Returns rc. */
-int util_fail_limited(struct hc_log_limit *l, enum hc_log_level level, int rc, const char *fmt,
-		      ...) UTIL_PRINTF(4, 5);
+int util_fail_limited(struct hc_log_limit *l, enum hc_log_level level, int rc, const char *fmt, ...)
+	UTIL_PRINTF(4, 5);
 
 /* One limit per call site, HC_LOG_INTERVAL_S apart. */
 #define log_limited(level, ...)                                                               \
 	do {                                                                                  \
-		static struct hc_log_limit log_limit_ = HC_LOG_LIMIT_INIT(HC_LOG_INTERVAL_S);  \
+		static struct hc_log_limit log_limit_ = HC_LOG_LIMIT_INIT(HC_LOG_INTERVAL_S); \
 		util_log_limited(&log_limit_, (level), __VA_ARGS__);                          \
 	} while (0)
-#define fail_limited(level, rc, ...)                                                          \
-	({                                                                                    \
+#define fail_limited(level, rc, ...)                                                           \
+	({                                                                                     \
 		static struct hc_log_limit fail_limit_ = HC_LOG_LIMIT_INIT(HC_LOG_INTERVAL_S); \
-		util_fail_limited(&fail_limit_, (level), (rc), __VA_ARGS__);                  \
+		util_fail_limited(&fail_limit_, (level), (rc), __VA_ARGS__);                   \
 	})
 
 #define log_error(...) util_log(HC_LOG_ERROR, __VA_ARGS__)

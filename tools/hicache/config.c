@@ -11,16 +11,20 @@
 static const char *source_name(enum hc_config_source s)
 {
 	switch (s) {
-	case HC_CONFIG_FROM_DEFAULT: return "default";
-	case HC_CONFIG_FROM_ENV: return "env";
-	case HC_CONFIG_FROM_JSON: return "json";
-	case HC_CONFIG_FROM_SET: return "set";
+	case HC_CONFIG_FROM_DEFAULT:
+		return "default";
+	case HC_CONFIG_FROM_ENV:
+		return "env";
+	case HC_CONFIG_FROM_JSON:
+		return "json";
+	case HC_CONFIG_FROM_SET:
+		return "set";
 	}
 	return "?";
 }
 
-static void print_key(const char *key, enum hc_config_type type, const char *env,
-		      const char *value, enum hc_config_source source, const char *doc, void *arg)
+static void print_key(const char *key, enum hc_config_type type, const char *env, const char *value,
+		      enum hc_config_source source, const char *doc, void *arg)
 {
 	(void)type;
 	bool verbose = *(bool *)arg;

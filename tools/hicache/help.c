@@ -37,24 +37,24 @@
 
 struct help_out {
 	FILE *out;
-	int base;          /* indent of body text and tags */
+	int base; /* indent of body text and tags */
 	int rs[HELP_RS_MAX];
 	int nrs;
-	bool tag_next;     /* .TP: the next line is the tag */
-	bool tagged;       /* inside a tagged paragraph: text at base + step */
-	char tag[256];     /* a tag not printed yet: it may share a line */
-	bool blank;        /* a blank line is due before the next output */
-	bool headed;       /* a heading was the last thing printed */
-	int synopsis;      /* in SYNOPSIS: 1 + lines printed, else 0 */
-	bool started;      /* something was printed */
+	bool tag_next; /* .TP: the next line is the tag */
+	bool tagged;   /* inside a tagged paragraph: text at base + step */
+	char tag[256]; /* a tag not printed yet: it may share a line */
+	bool blank;    /* a blank line is due before the next output */
+	bool headed;   /* a heading was the last thing printed */
+	int synopsis;  /* in SYNOPSIS: 1 + lines printed, else 0 */
+	bool started;  /* something was printed */
 };
 
 /* \(xx special characters the pages use. */
 static const char *special(const char *name)
 {
 	static const char *const map[][2] = {
-		{"aq", "'"}, {"dq", "\""}, {"lq", "\""}, {"rq", "\""}, {"bu", "*"},
-		{"em", "--"}, {"en", "-"}, {"ti", "~"}, {"ha", "^"}, {"mu", "x"},
+		{"aq", "'"},  {"dq", "\""}, {"lq", "\""}, {"rq", "\""}, {"bu", "*"},
+		{"em", "--"}, {"en", "-"},  {"ti", "~"},  {"ha", "^"},  {"mu", "x"},
 		{"<=", "<="}, {">=", ">="}, {"->", "->"},
 	};
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
@@ -85,16 +85,27 @@ static void unescape(const char *s, size_t len, char *buf, size_t cap)
 			else
 				i++;
 			break;
-		case '-': buf[o++] = '-'; break;
+		case '-':
+			buf[o++] = '-';
+			break;
 		case 'e':
-		case '\\': buf[o++] = '\\'; break;
-		case '.': buf[o++] = '.'; break;
+		case '\\':
+			buf[o++] = '\\';
+			break;
+		case '.':
+			buf[o++] = '.';
+			break;
 		case ' ':
-		case '~': buf[o++] = ' '; break;
+		case '~':
+			buf[o++] = ' ';
+			break;
 		case '&':
 		case '|':
-		case '^': break;
-		case '"': i = len; break; /* a comment to the end of the line */
+		case '^':
+			break;
+		case '"':
+			i = len;
+			break; /* a comment to the end of the line */
 		case '(':
 			sp = i + 2 < len ? special(s + i + 1) : NULL;
 			if (sp) {
@@ -223,8 +234,7 @@ static bool is_macro(const char *line, const char *name)
 
 static void request(struct help_out *h, const char *line)
 {
-	static const char *const ignored[] = {"TH", "nf", "fi", "EX", "EE", "br",
-					      "ad", "na", "nh"};
+	static const char *const ignored[] = {"TH", "nf", "fi", "EX", "EE", "br", "ad", "na", "nh"};
 	static const char *const alternating[] = {"BR", "RB", "IR", "RI", "BI", "IB"};
 	const char *args = strchr(line, ' ');
 	char words[1024];

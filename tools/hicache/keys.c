@@ -60,7 +60,7 @@ struct keys_state {
 	const char *suffix;
 	uint32_t *tokens; /* the batch being filled */
 	size_t ntok;
-	size_t cap;       /* tokens per batch, a multiple of page_size */
+	size_t cap; /* tokens per batch, a multiple of page_size */
 	struct hc_key *keys;
 	struct hc_key prior;
 	bool have_prior;
@@ -76,8 +76,8 @@ static int keys_drain(struct keys_state *st)
 
 	if (!npages)
 		return 0;
-	n = hc_key_chain(st->have_prior ? &st->prior : NULL, st->tokens, st->ntok,
-			 st->page_size, st->keys, npages);
+	n = hc_key_chain(st->have_prior ? &st->prior : NULL, st->tokens, st->ntok, st->page_size,
+			 st->keys, npages);
 	if (n < 0) {
 		cli_report("keys: hashing pages", (int)n);
 		return 1;
@@ -145,7 +145,7 @@ static bool keys_is_space(unsigned char c)
 /* The token being parsed; it may span reads. */
 struct keys_token {
 	char shown[KEYS_SHOW_MAX];
-	size_t len;     /* bytes so far, 0 between tokens */
+	size_t len; /* bytes so far, 0 between tokens */
 	uint64_t val;
 	bool bad;       /* not a valid id; read on to its end to show it */
 	uint64_t index; /* tokens completed before it */
@@ -266,7 +266,8 @@ int cmd_keys(int argc, char **argv)
 		fprintf(stderr, "hicache keys: --tp-rank needs --tp-size\n");
 		return 2;
 	}
-	rc = hc_key_suffix(model, (uint32_t)tp_rank, (uint32_t)tp_size, mla, suffix, sizeof(suffix));
+	rc = hc_key_suffix(model, (uint32_t)tp_rank, (uint32_t)tp_size, mla, suffix,
+			   sizeof(suffix));
 	if (rc < 0) {
 		cli_report("keys: suffix", rc);
 		return 2;

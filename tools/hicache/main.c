@@ -9,8 +9,7 @@
 static const struct cli_command commands[] = {
 	{"keys", "print page keys, physical names and buckets of token ids read from stdin",
 	 cmd_keys},
-	{"config", "print every configuration key with its effective value and source",
-	 cmd_config},
+	{"config", "print every configuration key with its effective value and source", cmd_config},
 	{"bench", "measure store set/get/exists throughput and batch latency (bench store)",
 	 cmd_bench},
 	{"fsck", "check every object of a file store; --repair removes the bad ones", cmd_fsck},
@@ -18,8 +17,7 @@ static const struct cli_command commands[] = {
 	{"gc", "delete the oldest pages of a file store down to a capacity", cmd_gc},
 	{"replay", "replay a Mooncake trace or a multi-turn workload through L1, L2 and L3",
 	 cmd_replay},
-	{"help", "print the manual of a command (docs/man, also man hicache-<command>)",
-	 cmd_help},
+	{"help", "print the manual of a command (docs/man, also man hicache-<command>)", cmd_help},
 };
 
 static void usage(FILE *out)

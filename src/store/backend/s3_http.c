@@ -666,11 +666,12 @@ int s3_run_requests(struct s3_be *be, struct s3_req *reqs, size_t n)
 		char s3code[64];
 		error_code(first_failed, s3code, sizeof(s3code));
 		/* Once per batch while an endpoint misbehaves: rate-limited. */
-		log_limited(HC_LOG_WARN,
-			    "s3 store: %zu of %zu %s requests failed; first: %s: %s (HTTP %ld %s%s)",
-			    failed, n, method_names[first_failed->method], first_failed->obj->name,
-			    hc_strerror(first_failed->result), first_failed->status, s3code,
-			    first_failed->curl_err);
+		log_limited(
+			HC_LOG_WARN,
+			"s3 store: %zu of %zu %s requests failed; first: %s: %s (HTTP %ld %s%s)",
+			failed, n, method_names[first_failed->method], first_failed->obj->name,
+			hc_strerror(first_failed->result), first_failed->status, s3code,
+			first_failed->curl_err);
 	}
 	return 0;
 }

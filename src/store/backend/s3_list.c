@@ -369,8 +369,11 @@ int s3_tool_gc(const char *url, uint64_t capacity_bytes, uint64_t *removed_pages
 		s3_close(be);
 		return rc;
 	}
-	const struct page_objs listed = {.arg = l.objs, .n = l.n, .same_page = listed_same_page,
-					 .bytes = listed_bytes, .mtime_ns = listed_mtime};
+	const struct page_objs listed = {.arg = l.objs,
+					 .n = l.n,
+					 .same_page = listed_same_page,
+					 .bytes = listed_bytes,
+					 .mtime_ns = listed_mtime};
 	struct page_group *pages = NULL;
 	size_t np = 0;
 	struct store_obj *objs = malloc((l.n ? l.n : 1) * sizeof(*objs));

@@ -178,10 +178,8 @@ static void concurrent_no_data(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(concurrent_write_through),
-		cmocka_unit_test(concurrent_write_back),
-		cmocka_unit_test(concurrent_selective),
-		cmocka_unit_test(concurrent_no_data),
+		cmocka_unit_test(concurrent_write_through), cmocka_unit_test(concurrent_write_back),
+		cmocka_unit_test(concurrent_selective),     cmocka_unit_test(concurrent_no_data),
 		cmocka_unit_test(concurrent_hybrid),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -330,7 +330,10 @@ static void timeout_expires(void **state)
 	struct hc_cache_opts o;
 	ct_opts(&o, HC_WRITE_THROUGH, 2 * BIG_PAGES * CT_PS, 4 * BIG_PAGES * CT_PS);
 	/* Small pages: the prefetch's length is in its page count. */
-	o.kv = (struct hc_kv_geometry){.layers = 1, .heads = 1, .head_dim = 8, .elem_bytes = 1,
+	o.kv = (struct hc_kv_geometry){.layers = 1,
+				       .heads = 1,
+				       .head_dim = 8,
+				       .elem_bytes = 1,
 				       .layout = HC_LAYOUT_PAGE_FIRST};
 	o.prefetch_threshold = CT_PS;
 	o.prefetch_timeout_base_s = 0;
@@ -386,10 +389,8 @@ static void timeout_expires(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(engine_roundtrip),
-		cmocka_unit_test(layers_as_copied),
-		cmocka_unit_test(alloc_waits_for_backup),
-		cmocka_unit_test(timeout_deadline),
+		cmocka_unit_test(engine_roundtrip),       cmocka_unit_test(layers_as_copied),
+		cmocka_unit_test(alloc_waits_for_backup), cmocka_unit_test(timeout_deadline),
 		cmocka_unit_test(timeout_expires),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

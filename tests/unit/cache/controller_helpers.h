@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#define CT_PS 4       /* tokens per page */
+#define CT_PS 4 /* tokens per page */
 #define CT_LAYERS 3
 #define CT_MAX_PAGES 64
 
@@ -27,8 +27,11 @@ static inline void ct_opts(struct hc_cache_opts *o, enum hc_cache_write_policy w
 {
 	hc_cache_opts_init(o, sizeof(*o));
 	o->page_size = CT_PS;
-	o->kv = (struct hc_kv_geometry){.layers = CT_LAYERS, .heads = 2, .head_dim = 8,
-					.elem_bytes = 2, .layout = HC_LAYOUT_PAGE_FIRST};
+	o->kv = (struct hc_kv_geometry){.layers = CT_LAYERS,
+					.heads = 2,
+					.head_dim = 8,
+					.elem_bytes = 2,
+					.layout = HC_LAYOUT_PAGE_FIRST};
 	o->device_tokens = dev_tokens;
 	o->host_tokens = host_tokens;
 	o->write_policy = wp;
@@ -67,8 +70,8 @@ static inline void ct_open_hybrid(struct ct *t, enum hc_cache_write_policy wp, b
 	ct_open_opts(t, &o, store);
 }
 
-static inline void ct_open(struct ct *t, enum hc_cache_write_policy wp, bool store,
-			   bool no_data, uint64_t dev_tokens, uint64_t host_tokens)
+static inline void ct_open(struct ct *t, enum hc_cache_write_policy wp, bool store, bool no_data,
+			   uint64_t dev_tokens, uint64_t host_tokens)
 {
 	ct_open_hybrid(t, wp, store, no_data, dev_tokens, host_tokens, 0, 0);
 }

@@ -32,8 +32,7 @@ static void mt_state(uint8_t *s, uint64_t seed)
 
 /* Match, wait, load (pages checked), alloc, write, state (seed 0: none),
  * insert, release. */
-static struct hc_cache_req_info mt_cycle(struct ct *t, const uint32_t *tok, size_t n,
-					 uint64_t seed)
+static struct hc_cache_req_info mt_cycle(struct ct *t, const uint32_t *tok, size_t n, uint64_t seed)
 {
 	struct hc_cache_req *r;
 	struct hc_cache_req_info info;
@@ -108,8 +107,8 @@ static void boundary(void **state)
 	mt_open(&t, false, 0);
 	ct_tokens(tok, 60, 1);
 
-	mt_cycle(&t, tok, 40, 11);     /* state after page 10 */
-	mt_cycle(&t, tok, 60, 0);      /* pages 11..15 without a state */
+	mt_cycle(&t, tok, 40, 11); /* state after page 10 */
+	mt_cycle(&t, tok, 60, 0);  /* pages 11..15 without a state */
 	assert_int_equal(mt_usable(&t, tok, 60, 11), 40);
 	assert_int_equal(mt_usable(&t, tok, 48, 11), 40);
 	assert_int_equal(mt_usable(&t, tok, 40, 11), 40);
@@ -151,7 +150,7 @@ static void tombstone(void **state)
 	ct_tokens(d, 20, 3);
 
 	mt_cycle(&t, a, 40, 21);
-	mt_cycle(&t, a, 48, 0); /* A's node is internal now */
+	mt_cycle(&t, a, 48, 0);  /* A's node is internal now */
 	mt_cycle(&t, d, 20, 31); /* takes the one host state slot from A */
 	assert_int_equal(hc_cache_flush(t.c), 0);
 	assert_int_equal(hc_cache_stats(t.c, &s, sizeof(s)), 0);
@@ -388,8 +387,8 @@ static void no_data_mode(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(boundary),     cmocka_unit_test(tombstone),
-		cmocka_unit_test(host_lru),     cmocka_unit_test(l3_roundtrip),
+		cmocka_unit_test(boundary),         cmocka_unit_test(tombstone),
+		cmocka_unit_test(host_lru),         cmocka_unit_test(l3_roundtrip),
 		cmocka_unit_test(abort_accounting), cmocka_unit_test(write_back_and_selective),
 		cmocka_unit_test(no_data_mode),     cmocka_unit_test(shortened_prefetch),
 	};

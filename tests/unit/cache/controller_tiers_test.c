@@ -137,8 +137,9 @@ static void abort_each_stage(void **state)
 		hc_cache_evict_host(t.c, 1u << 20);
 		assert_int_equal(hc_cache_match(t.c, tok, N, &r), 0);
 		if (stage >= 1)
-			assert_true(hc_cache_prefetch_wait(r, stage == 1 ? HC_STOP_BEST_EFFORT :
-							   HC_STOP_WAIT_COMPLETE) >= 0);
+			assert_true(hc_cache_prefetch_wait(r, stage == 1 ? HC_STOP_BEST_EFFORT
+									 : HC_STOP_WAIT_COMPLETE) >=
+				    0);
 		if (stage >= 3)
 			assert_true(hc_cache_load(r) >= 0);
 		if (stage >= 4)
@@ -302,10 +303,15 @@ static void bad_opts(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(roundtrip_all_tiers), cmocka_unit_test(partial_prefix),
-		cmocka_unit_test(threshold_and_cap),   cmocka_unit_test(abort_each_stage),
-		cmocka_unit_test(write_back_policy),   cmocka_unit_test(write_back_ahead),   cmocka_unit_test(selective_policy),
-		cmocka_unit_test(no_data_mode),        cmocka_unit_test(no_store),
+		cmocka_unit_test(roundtrip_all_tiers),
+		cmocka_unit_test(partial_prefix),
+		cmocka_unit_test(threshold_and_cap),
+		cmocka_unit_test(abort_each_stage),
+		cmocka_unit_test(write_back_policy),
+		cmocka_unit_test(write_back_ahead),
+		cmocka_unit_test(selective_policy),
+		cmocka_unit_test(no_data_mode),
+		cmocka_unit_test(no_store),
 		cmocka_unit_test(bad_opts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

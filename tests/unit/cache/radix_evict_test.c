@@ -146,13 +146,19 @@ static void test_write_back(void **state)
 static void wb_hook_evict_host(struct rec *r)
 {
 	struct radix_match m;
-	int64_t freed = radix_evict_host(r->tree, 2, &(struct radix_evict_ops){
-		.arg = r, .free_slots = rec_free_slots, .free_mamba = rec_free_mamba});
+	int64_t freed = radix_evict_host(r->tree, 2,
+					 &(struct radix_evict_ops){.arg = r,
+								   .free_slots = rec_free_slots,
+								   .free_mamba = rec_free_mamba});
 	assert_int_equal(freed, 2);
 	assert_int_equal(radix_match(r->tree, NULL, 0, &m), -EBUSY);
-	assert_int_equal(radix_evict_device(r->tree, 1, &(struct radix_evict_ops){
-		.arg = r, .free_slots = rec_free_slots, .free_mamba = rec_free_mamba,
-		.write_back = rec_write_back}), -EBUSY);
+	assert_int_equal(
+		radix_evict_device(r->tree, 1,
+				   &(struct radix_evict_ops){.arg = r,
+							     .free_slots = rec_free_slots,
+							     .free_mamba = rec_free_mamba,
+							     .write_back = rec_write_back}),
+		-EBUSY);
 	r->wb_hook = NULL;
 }
 
@@ -184,8 +190,9 @@ static void free_slots_reenter(void *arg, enum radix_tier tier, const uint64_t *
 	(void)tier;
 	(void)s;
 	(void)n;
-	free_reentry_rc = (int)radix_evict_host(freeing_tree, 1, &(struct radix_evict_ops){
-		.free_slots = free_slots_reenter});
+	free_reentry_rc = (int)radix_evict_host(freeing_tree, 1,
+						&(struct radix_evict_ops){
+							.free_slots = free_slots_reenter});
 }
 
 static void test_free_callback_reentry(void **state)

@@ -31,8 +31,7 @@ struct rec {
 	struct radix_tree *tree;
 };
 
-static inline void rec_free_slots(void *arg, enum radix_tier tier, const uint64_t *slots,
-				  size_t n)
+static inline void rec_free_slots(void *arg, enum radix_tier tier, const uint64_t *slots, size_t n)
 {
 	struct rec *r = arg;
 	r->free_calls[tier]++;
@@ -100,11 +99,11 @@ static inline bool rec_has(const struct rec *r, enum radix_tier tier, uint64_t s
 	return false;
 }
 
-#define assert_radix_ok(t)                                                                    \
-	do {                                                                                  \
-		int rc_ = radix_check(t);                                                     \
-		if (rc_)                                                                      \
-			fail_msg("radix_check: %d: %s", rc_, hc_last_error());                \
+#define assert_radix_ok(t)                                                     \
+	do {                                                                   \
+		int rc_ = radix_check(t);                                      \
+		if (rc_)                                                       \
+			fail_msg("radix_check: %d: %s", rc_, hc_last_error()); \
 	} while (0)
 
 static inline struct radix_tree *tree_new(uint32_t ps, enum radix_write_policy pol)
@@ -129,8 +128,8 @@ static inline uint32_t *seq_new(uint32_t tag, size_t npages, uint32_t ps)
 }
 
 /* A copy of the first `shared` pages of base, then its own tail. */
-static inline uint32_t *seq_branch(const uint32_t *base, size_t shared, uint32_t tag,
-				   size_t npages, uint32_t ps)
+static inline uint32_t *seq_branch(const uint32_t *base, size_t shared, uint32_t tag, size_t npages,
+				   uint32_t ps)
 {
 	uint32_t *s = seq_new(tag, npages, ps);
 	memcpy(s, base, shared * ps * sizeof(*s));

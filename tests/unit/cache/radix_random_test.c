@@ -17,7 +17,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#define MAXP 12     /* pages per sequence */
+#define MAXP 12 /* pages per sequence */
 #define NBASE 6
 #define NENT (1u << 16)
 #define NSLOT (1u << 18)
@@ -73,7 +73,11 @@ static uint32_t ent_find(uint64_t h, uint32_t len, bool create)
 			if (!create)
 				return UINT32_MAX;
 			assert_true(M.nlist < NENT / 2);
-			*e = (struct ment){.h = h, .len = len, .used = true, .dev = -1, .host = -1,
+			*e = (struct ment){.h = h,
+					   .len = len,
+					   .used = true,
+					   .dev = -1,
+					   .host = -1,
 					   .mamba = {-1, -1}};
 			M.list[M.nlist++] = i;
 			return i;
@@ -449,7 +453,8 @@ static void step_match(void)
 		enum radix_tier tier = rnd(2) ? RADIX_HOST : RADIX_DEV;
 		struct ment *e = &M.ent[s.ent[p]];
 		int want = tier == RADIX_DEV && e->dev < 0 ? -EINVAL
-			   : e->mamba[tier] >= 0 ? -EEXIST : 0;
+			   : e->mamba[tier] >= 0           ? -EEXIST
+							   : 0;
 		uint64_t slot = M.next_mamba++;
 		assert_int_equal(radix_mamba_set(M.t, m.last_node, tier, slot), want);
 		if (!want)
@@ -489,8 +494,9 @@ static void step_evict(enum op op, size_t want)
 		got = radix_evict_mamba_host(M.t, want, &ops);
 	M.op = OP_OTHER;
 	assert_true(got >= 0);
-	size_t freed = op == OP_EVICT_DEV ? M.freed_dev
-		       : op == OP_EVICT_HOST ? M.freed_host : M.freed_mamba_host;
+	size_t freed = op == OP_EVICT_DEV    ? M.freed_dev
+		       : op == OP_EVICT_HOST ? M.freed_host
+					     : M.freed_mamba_host;
 	assert_int_equal((size_t)got, freed);
 	M.n_evicted[op - OP_EVICT_DEV] += freed;
 	if ((size_t)got >= want)
@@ -520,7 +526,8 @@ static void check_counts(void)
 static void run(uint32_t page_size, enum radix_write_policy pol, bool keep, size_t steps,
 		uint64_t seed)
 {
-	struct radix_opts o = {.page_size = page_size, .write_policy = pol,
+	struct radix_opts o = {.page_size = page_size,
+			       .write_policy = pol,
 			       .host_keep_unbacked = keep};
 
 	memset(&M, 0, sizeof(M));
@@ -567,11 +574,12 @@ static void run(uint32_t page_size, enum radix_write_policy pol, bool keep, size
 			M.max_pages = M.present;
 	}
 	struct radix_stats st = stats_of(M.t);
-	printf("ps=%u policy=%d keep=%d: hits %zu (partial %zu, host %zu, mamba %zu), splits %"
-	       PRIu64 ", evicted dev %zu host %zu mamba %zu, write-backs %zu (%zu failed), "
-	       "max pages %zu\n", page_size, (int)pol, keep, M.n_hit, M.n_partial_hit, M.n_host_hit,
-	       M.n_mamba_hit, st.splits, M.n_evicted[0], M.n_evicted[1], M.n_evicted[2], M.n_wb,
-	       M.n_wb_fail, M.max_pages);
+	printf("ps=%u policy=%d keep=%d: hits %zu (partial %zu, host %zu, mamba %zu), splits %" PRIu64
+	       ", evicted dev %zu host %zu mamba %zu, write-backs %zu (%zu failed), "
+	       "max pages %zu\n",
+	       page_size, (int)pol, keep, M.n_hit, M.n_partial_hit, M.n_host_hit, M.n_mamba_hit,
+	       st.splits, M.n_evicted[0], M.n_evicted[1], M.n_evicted[2], M.n_wb, M.n_wb_fail,
+	       M.max_pages);
 	while (nheld)
 		release(nheld - 1);
 	/* Everything can go now. */

@@ -465,18 +465,12 @@ static void test_access_clock(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_create_errors),
-		cmocka_unit_test(test_empty),
-		cmocka_unit_test(test_insert_match),
-		cmocka_unit_test(test_partial_pages),
-		cmocka_unit_test(test_shared_prefix),
-		cmocka_unit_test(test_same_first_token),
-		cmocka_unit_test(test_split_keys),
-		cmocka_unit_test(test_dev_host_prefix),
-		cmocka_unit_test(test_insert_host_keys),
-		cmocka_unit_test(test_insert_revives),
-		cmocka_unit_test(test_set_slots_rules),
-		cmocka_unit_test(test_locks),
+		cmocka_unit_test(test_create_errors),    cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_insert_match),     cmocka_unit_test(test_partial_pages),
+		cmocka_unit_test(test_shared_prefix),    cmocka_unit_test(test_same_first_token),
+		cmocka_unit_test(test_split_keys),       cmocka_unit_test(test_dev_host_prefix),
+		cmocka_unit_test(test_insert_host_keys), cmocka_unit_test(test_insert_revives),
+		cmocka_unit_test(test_set_slots_rules),  cmocka_unit_test(test_locks),
 		cmocka_unit_test(test_access_clock),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

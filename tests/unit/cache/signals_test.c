@@ -77,8 +77,8 @@ static int check_threads(void)
 				fclose(f);
 			}
 			closedir(d);
-			fail_msg("thread %d (%s) leaves signals unblocked: SigBlk %016llx", (int)tid,
-				 comm, m);
+			fail_msg("thread %d (%s) leaves signals unblocked: SigBlk %016llx",
+				 (int)tid, comm, m);
 		}
 		n++;
 	}

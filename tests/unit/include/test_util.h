@@ -17,12 +17,12 @@
 #define TEST_SKIP_CODE 77
 
 /* The last failure message contains `needle`. */
-#define assert_last_error_contains(needle)                                                    \
-	do {                                                                                  \
-		const char *msg_ = hc_last_error();                                           \
-		if (!strstr(msg_, (needle)))                                                  \
+#define assert_last_error_contains(needle)                                                        \
+	do {                                                                                      \
+		const char *msg_ = hc_last_error();                                               \
+		if (!strstr(msg_, (needle)))                                                      \
 			fail_msg("hc_last_error() = \"%s\", expected it to contain \"%s\"", msg_, \
-				 (needle));                                                   \
+				 (needle));                                                       \
 	} while (0)
 
 /* Deterministic pseudo-random bytes (splitmix64). */

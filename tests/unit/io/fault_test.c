@@ -59,9 +59,12 @@ static int write_all(struct io_engine *e, struct pages *p, int res[N])
 {
 	struct io_write_req w[N];
 	for (unsigned i = 0; i < N; i++)
-		w[i] = (struct io_write_req){.dirfd = p->dfd, .tmp_name = p->tmps[i],
-					     .final_name = p->names[i], .iov = &p->wiov[i],
-					     .iovcnt = 1, .len = LEN};
+		w[i] = (struct io_write_req){.dirfd = p->dfd,
+					     .tmp_name = p->tmps[i],
+					     .final_name = p->names[i],
+					     .iov = &p->wiov[i],
+					     .iovcnt = 1,
+					     .len = LEN};
 	int rc = io_write_batch(e, w, N);
 	for (unsigned i = 0; i < N; i++)
 		res[i] = w[i].result;
@@ -74,9 +77,13 @@ static int read_all(struct io_engine *e, struct pages *p, int res[N])
 	memset(p->dst, 0, (size_t)N * LEN);
 	for (unsigned i = 0; i < N; i++) {
 		p->arrived[i] = 0;
-		r[i] = (struct io_read_req){.dirfd = p->dfd, .name = p->names[i],
-					    .iov = &p->riov[i], .iovcnt = 1, .len = LEN,
-					    .arrived = arrived, .arg = &p->arrived[i]};
+		r[i] = (struct io_read_req){.dirfd = p->dfd,
+					    .name = p->names[i],
+					    .iov = &p->riov[i],
+					    .iovcnt = 1,
+					    .len = LEN,
+					    .arrived = arrived,
+					    .arg = &p->arrived[i]};
 	}
 	int rc = io_read_batch(e, r, N);
 	for (unsigned i = 0; i < N; i++)
@@ -106,11 +113,13 @@ static unsigned check_results(struct pages *p, bool write, int rc, const int res
 			if (write && !published(p, i))
 				fail_msg("write %s fault %llu: page %u reported written, not there",
 					 hc_fault_kind_name(fk), (unsigned long long)nth, i);
-			if (!write && (memcmp(p->dst + (size_t)i * LEN, p->src + (size_t)i * LEN,
-					      LEN) || p->arrived[i] != 1))
+			if (!write &&
+			    (memcmp(p->dst + (size_t)i * LEN, p->src + (size_t)i * LEN, LEN) ||
+			     p->arrived[i] != 1))
 				fail_msg("read %s fault %llu: page %u reported read: wrong bytes "
-					 "or arrived %d times", hc_fault_kind_name(fk),
-					 (unsigned long long)nth, i, p->arrived[i]);
+					 "or arrived %d times",
+					 hc_fault_kind_name(fk), (unsigned long long)nth, i,
+					 p->arrived[i]);
 			continue;
 		}
 		failed++;
@@ -215,7 +224,7 @@ static void sweep(enum io_engine_kind kind)
 		bool write;
 		enum hc_fault_kind fk;
 	} cases[] = {
-		{true, HC_FAULT_ALLOC},  {true, HC_FAULT_OPEN},  {true, HC_FAULT_WRITE},
+		{true, HC_FAULT_ALLOC},  {true, HC_FAULT_OPEN},   {true, HC_FAULT_WRITE},
 		{true, HC_FAULT_RENAME}, {false, HC_FAULT_ALLOC}, {false, HC_FAULT_OPEN},
 		{false, HC_FAULT_READ},
 	};

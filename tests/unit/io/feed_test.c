@@ -27,8 +27,8 @@
 /* Array sizes: below, at and above the depth. */
 static const size_t sizes[] = {1, 5, DEPTH - 1, DEPTH, DEPTH + 3, 2, 3 * DEPTH + 1, 4};
 #define N_ARRAYS (sizeof(sizes) / sizeof(sizes[0]))
-#define REFUSED 3   /* prepare of page 3 says -EEXIST */
-#define INVALID 9   /* page 9's write request has no final name */
+#define REFUSED 3 /* prepare of page 3 says -EEXIST */
+#define INVALID 9 /* page 9's write request has no final name */
 
 struct page {
 	unsigned index;
@@ -47,11 +47,11 @@ struct test_feed {
 	size_t given, total_given;   /* arrays given so far */
 	size_t starts[N_ARRAYS + 1]; /* first page of each array */
 	unsigned handed_back[N_ARRAYS];
-	unsigned calls;              /* of next() */
-	bool pause;  /* say "nothing now" every other time, when it may */
+	unsigned calls; /* of next() */
+	bool pause;     /* say "nothing now" every other time, when it may */
 	bool paused;
 	unsigned pauses;
-	unsigned bad_done;           /* arrays handed back with a request unfinished */
+	unsigned bad_done; /* arrays handed back with a request unfinished */
 };
 
 static int prepare_page(void *arg)
@@ -157,14 +157,22 @@ static void feed_one(enum io_engine_kind kind, bool pause)
 		p->iov = (struct iovec){p->buf, PAGE_BYTES};
 		snprintf(p->name, sizeof(p->name), "page-%u", i);
 		snprintf(p->tmp, sizeof(p->tmp), ".tmp-%u", i);
-		w[i] = (struct io_write_req){.dirfd = dfd, .tmp_name = p->tmp,
+		w[i] = (struct io_write_req){.dirfd = dfd,
+					     .tmp_name = p->tmp,
 					     .final_name = i == INVALID ? NULL : p->name,
-					     .iov = &p->iov, .iovcnt = 1, .len = PAGE_BYTES,
-					     .noreplace = true, .prepare = prepare_page, .arg = p};
+					     .iov = &p->iov,
+					     .iovcnt = 1,
+					     .len = PAGE_BYTES,
+					     .noreplace = true,
+					     .prepare = prepare_page,
+					     .arg = p};
 	}
 
-	struct test_feed t = {.feed = {feed_next, feed_done}, .write = true, .w = w,
-			      .pages = pages, .pause = pause};
+	struct test_feed t = {.feed = {feed_next, feed_done},
+			      .write = true,
+			      .w = w,
+			      .pages = pages,
+			      .pause = pause};
 	memcpy(t.starts, starts, sizeof(starts));
 	run_feed(e, kind, &t);
 	for (unsigned i = 0; i < n; i++) {
@@ -179,12 +187,19 @@ static void feed_one(enum io_engine_kind kind, bool pause)
 
 	for (unsigned i = 0; i < n; i++) {
 		memset(pages[i].buf, 0, PAGE_BYTES);
-		r[i] = (struct io_read_req){.dirfd = dfd, .name = pages[i].name,
-					    .iov = &pages[i].iov, .iovcnt = 1, .len = PAGE_BYTES,
-					    .arrived = arrived_page, .arg = &pages[i]};
+		r[i] = (struct io_read_req){.dirfd = dfd,
+					    .name = pages[i].name,
+					    .iov = &pages[i].iov,
+					    .iovcnt = 1,
+					    .len = PAGE_BYTES,
+					    .arrived = arrived_page,
+					    .arg = &pages[i]};
 	}
-	t = (struct test_feed){.feed = {feed_next, feed_done}, .write = false, .r = r,
-			       .pages = pages, .pause = pause};
+	t = (struct test_feed){.feed = {feed_next, feed_done},
+			       .write = false,
+			       .r = r,
+			       .pages = pages,
+			       .pause = pause};
 	memcpy(t.starts, starts, sizeof(starts));
 	run_feed(e, kind, &t);
 	unsigned char *want = malloc(PAGE_BYTES);
@@ -261,8 +276,11 @@ static void test_feed_errors(void **state)
 	struct iovec iov = {buf, PAGE_BYTES};
 	struct pair_feed p = {.feed = {pair_next, pair_done}};
 	for (int i = 0; i < 2; i++)
-		p.r[i] = (struct io_read_req){.dirfd = AT_FDCWD, .name = "x", .iov = &iov,
-					      .iovcnt = 1, .len = PAGE_BYTES};
+		p.r[i] = (struct io_read_req){.dirfd = AT_FDCWD,
+					      .name = "x",
+					      .iov = &iov,
+					      .iovcnt = 1,
+					      .len = PAGE_BYTES};
 	assert_int_equal(io_read_feed(NULL, &p.feed), -EINVAL);
 	assert_int_equal(p.given, 2);
 	assert_int_equal(p.back, 2);

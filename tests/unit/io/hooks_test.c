@@ -69,10 +69,15 @@ static void hooks_one(enum io_engine_kind kind)
 		snprintf(names[i], sizeof(names[i]), "page-%u", i);
 		snprintf(tmps[i], sizeof(tmps[i]), ".tmp-%u", i);
 		iov[i] = (struct iovec){h[i].buf, PAGE_BYTES};
-		w[i] = (struct io_write_req){.dirfd = dfd, .tmp_name = tmps[i],
-					     .final_name = names[i], .iov = &iov[i], .iovcnt = 1,
-					     .len = PAGE_BYTES, .noreplace = true,
-					     .prepare = prepare_page, .arg = &h[i]};
+		w[i] = (struct io_write_req){.dirfd = dfd,
+					     .tmp_name = tmps[i],
+					     .final_name = names[i],
+					     .iov = &iov[i],
+					     .iovcnt = 1,
+					     .len = PAGE_BYTES,
+					     .noreplace = true,
+					     .prepare = prepare_page,
+					     .arg = &h[i]};
 	}
 	/* One invalid request: validation fails it before any hook. */
 	w[N_PAGES - 1].final_name = NULL;
@@ -120,19 +125,23 @@ static void hooks_one(enum io_engine_kind kind)
 	struct io_read_req r[N_PAGES];
 	for (unsigned i = 0; i < N_PAGES; i++) {
 		memset(h[i].buf, 0, PAGE_BYTES);
-		r[i] = (struct io_read_req){.dirfd = dfd, .name = names[i], .iov = &iov[i],
-					    .iovcnt = 1, .len = PAGE_BYTES,
-					    .arrived = arrived_page, .arg = &h[i]};
+		r[i] = (struct io_read_req){.dirfd = dfd,
+					    .name = names[i],
+					    .iov = &iov[i],
+					    .iovcnt = 1,
+					    .len = PAGE_BYTES,
+					    .arrived = arrived_page,
+					    .arg = &h[i]};
 	}
 	assert_int_equal(io_read_batch(e, r, N_PAGES), 0);
 	for (unsigned i = 0; i < N_PAGES; i++) {
 		int want = i % SKIP_EVERY == 0 || i == N_PAGES - 1 ? -ENOENT
-			   : i == 1				  ? -EFBIG
-			   : i == 2				  ? -ENODATA
-								  : 0;
+			   : i == 1                                ? -EFBIG
+			   : i == 2                                ? -ENODATA
+								   : 0;
 		if (r[i].result != want)
-			fail_msg("%s: read %u: result %d, expected %d", io_engine_kind_name(kind), i,
-				 r[i].result, want);
+			fail_msg("%s: read %u: result %d, expected %d", io_engine_kind_name(kind),
+				 i, r[i].result, want);
 		assert_int_equal(atomic_load(&h[i].arrived), want == 0 ? 1 : 0);
 		if (want == 0)
 			assert_true(h[i].arrived_whole);

@@ -167,8 +167,12 @@ static int read_one(struct io_engine *e, int dfd, const char *name, void *buf, s
 		    bool direct)
 {
 	struct iovec iov = {buf, len};
-	struct io_read_req r = {
-		.dirfd = dfd, .name = name, .iov = &iov, .iovcnt = 1, .len = len, .direct = direct};
+	struct io_read_req r = {.dirfd = dfd,
+				.name = name,
+				.iov = &iov,
+				.iovcnt = 1,
+				.len = len,
+				.direct = direct};
 	assert_int_equal(io_read_batch(e, &r, 1), 0);
 	return r.result;
 }
@@ -429,8 +433,13 @@ static void test_worker_limit(void **state)
 	char *dir = io_t_mkdtemp(&dfd);
 	char data[100] = "worker limit";
 	struct iovec iov = {data, sizeof(data)};
-	struct io_write_req w = {.dirfd = dfd, .tmp_name = "t", .final_name = "f", .iov = &iov,
-				 .iovcnt = 1, .len = sizeof(data), .result = 99};
+	struct io_write_req w = {.dirfd = dfd,
+				 .tmp_name = "t",
+				 .final_name = "f",
+				 .iov = &iov,
+				 .iovcnt = 1,
+				 .len = sizeof(data),
+				 .result = 99};
 	assert_int_equal(io_write_batch(e, &w, 1), 0);
 	assert_int_equal(w.result, 0);
 	struct io_uring probe;

@@ -197,11 +197,13 @@ static void test_namespace_seed(void **state)
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		assert_int_equal(hc_key_seed(cases[c].extra, cases[c].salt, &seeds[c]), 0);
 		assert_int_equal(pyref_run(0, cases[c].extra, cases[c].salt, NULL, true, NULL, 0,
-					   hex, 1), 1);
+					   hex, 1),
+				 1);
 		hc_key_to_hex(&seeds[c], got);
 		assert_string_equal(got, hex[0]);
 		assert_int_equal(check_chain(64, cases[c].extra, cases[c].salt, NULL, tok,
-					     64 * 4 + 10), 4);
+					     64 * 4 + 10),
+				 4);
 		/* Present-but-empty, swapped or different: never the same seed. */
 		for (size_t d = 0; d < c; d++)
 			assert_memory_not_equal(&seeds[c], &seeds[d], sizeof(seed));
@@ -246,14 +248,10 @@ static void test_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_page_sizes),
-		cmocka_unit_test(test_known_vector),
-		cmocka_unit_test(test_partial_page_ignored),
-		cmocka_unit_test(test_max_keys),
-		cmocka_unit_test(test_continuation),
-		cmocka_unit_test(test_prior_key),
-		cmocka_unit_test(test_namespace_seed),
-		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_page_sizes),           cmocka_unit_test(test_known_vector),
+		cmocka_unit_test(test_partial_page_ignored), cmocka_unit_test(test_max_keys),
+		cmocka_unit_test(test_continuation),         cmocka_unit_test(test_prior_key),
+		cmocka_unit_test(test_namespace_seed),       cmocka_unit_test(test_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -66,8 +66,7 @@ static void test_components(void **state)
 	assert_string_equal(comp(HC_COMP_POOL_K, "swa", 0), "_swa_k");
 	assert_string_equal(comp(HC_COMP_POOL_V, "swa", 0), "_swa_v");
 	assert_string_equal(comp(HC_COMP_POOL_INDEX, "indexer", 3), "_indexer_3");
-	assert_string_equal(comp(HC_COMP_POOL_INDEX, "indexer", UINT32_MAX),
-			    "_indexer_4294967295");
+	assert_string_equal(comp(HC_COMP_POOL_INDEX, "indexer", UINT32_MAX), "_indexer_4294967295");
 	/* The pool is ignored by kinds that have none. */
 	assert_string_equal(comp(HC_COMP_K, "Bad/Pool", 0), "_k");
 }
@@ -90,14 +89,15 @@ static void test_component_errors(void **state)
 	}
 	assert_int_equal(hc_key_component((enum hc_component)99, NULL, 0, buf, sizeof(buf)),
 			 -EINVAL);
-	assert_int_equal(hc_key_component((enum hc_component)-1, "kv", 0, buf, sizeof(buf)),
+	assert_int_equal(hc_key_component((enum hc_component) - 1, "kv", 0, buf, sizeof(buf)),
 			 -EINVAL);
 
 	/* The longest component fits; room is exact. */
 	memset(longpool, 'p', HC_POOL_NAME_MAX);
 	longpool[HC_POOL_NAME_MAX] = '\0';
 	assert_int_equal(hc_key_component(HC_COMP_POOL_INDEX, longpool, UINT32_MAX, buf,
-					  sizeof(buf)), 1 + HC_POOL_NAME_MAX + 11);
+					  sizeof(buf)),
+			 1 + HC_POOL_NAME_MAX + 11);
 	assert_int_equal(hc_key_component(HC_COMP_K, NULL, 0, buf, 3), 2);
 	assert_int_equal(hc_key_component(HC_COMP_K, NULL, 0, buf, 2), -ENOSPC);
 	assert_int_equal(hc_key_component(HC_COMP_PLAIN, NULL, 0, buf, 1), 0);
@@ -182,10 +182,8 @@ static void test_name_limits(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pool_names),
-		cmocka_unit_test(test_components),
-		cmocka_unit_test(test_component_errors),
-		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_pool_names),       cmocka_unit_test(test_components),
+		cmocka_unit_test(test_component_errors), cmocka_unit_test(test_names),
 		cmocka_unit_test(test_name_limits),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

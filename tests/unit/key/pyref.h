@@ -85,8 +85,8 @@ static long pyref_run(uint32_t page_size, const char *extra, const char *salt,
 	/* posix_spawn, not fork: forking a sanitised process copies its huge
 	 * shadow mappings, which made each run take most of a second. */
 	posix_spawn_file_actions_t fa;
-	char *argv[] = {(char *)PYTHON3, (char *)"-c", (char *)pyref_script, ps, a_extra,
-			a_salt, a_prior, (char *)(seed ? "S" : "N"), NULL};
+	char *argv[] = {(char *)PYTHON3, (char *)"-c", (char *)pyref_script,       ps,  a_extra,
+			a_salt,          a_prior,      (char *)(seed ? "S" : "N"), NULL};
 	extern char **environ;
 	if (posix_spawn_file_actions_init(&fa) ||
 	    posix_spawn_file_actions_adddup2(&fa, to_py[0], 0) ||

@@ -49,8 +49,12 @@ static void test_bucket_hex_edges(void **state)
 		uint64_t h;
 		const char *hex;
 	} cases[] = {
-		{0, "00"}, {0x0f, "0f"}, {0xa0, "a0"}, {0xff, "ff"},
-		{0xffffffffffffff00ull, "00"}, {0x12345678abcdefabull, "ab"},
+		{0, "00"},
+		{0x0f, "0f"},
+		{0xa0, "a0"},
+		{0xff, "ff"},
+		{0xffffffffffffff00ull, "00"},
+		{0x12345678abcdefabull, "ab"},
 	};
 	char hex[3];
 	(void)state;

@@ -142,7 +142,7 @@ static void test_bad_opts(void **state)
 	o = mt_opts();
 	o.huge_mode = (enum hc_huge_mode)7;
 	expect_einval(4096, &o, "huge_mode");
-	o.huge_mode = (enum hc_huge_mode)-1;
+	o.huge_mode = (enum hc_huge_mode) - 1;
 	expect_einval(4096, &o, "huge_mode");
 }
 
@@ -153,13 +153,19 @@ static void test_parse_size(void **state)
 		const char *text;
 		size_t size;
 	} good[] = {
-		{"2MB", HC_HUGE_2MB}, {"2mb", HC_HUGE_2MB}, {"2M", HC_HUGE_2MB},
+		{"2MB", HC_HUGE_2MB}, {"2mb", HC_HUGE_2MB},     {"2M", HC_HUGE_2MB},
 		{"2m", HC_HUGE_2MB},  {"2097152", HC_HUGE_2MB}, {"1GB", HC_HUGE_1GB},
-		{"1gB", HC_HUGE_1GB}, {"1G", HC_HUGE_1GB}, {"1073741824", HC_HUGE_1GB},
+		{"1gB", HC_HUGE_1GB}, {"1G", HC_HUGE_1GB},      {"1073741824", HC_HUGE_1GB},
 	};
 	static const char *const bad[] = {
-		"", "3MB", "2", "2 MB", " 2MB", "2MB ", "+2097152", "-2097152", "2097153", "4096",
-		"1TB", "2MiB", "0x200000", "99999999999999999999999", "2MBB", "1GBx",
+		"",         "3MB",
+		"2",        "2 MB",
+		" 2MB",     "2MB ",
+		"+2097152", "-2097152",
+		"2097153",  "4096",
+		"1TB",      "2MiB",
+		"0x200000", "99999999999999999999999",
+		"2MBB",     "1GBx",
 	};
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		size_t out = 0;
@@ -297,10 +303,10 @@ int main(void)
 	/* prefer on a machine without huge pages warns; keep test output clean */
 	hc_log_set_level(HC_LOG_OFF);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_small),	   cmocka_unit_test(test_big),
-		cmocka_unit_test(test_many_live),  cmocka_unit_test(test_null),
-		cmocka_unit_test(test_bad_len),	   cmocka_unit_test(test_bad_opts),
-		cmocka_unit_test(test_parse_size), cmocka_unit_test(test_parse_mode),
+		cmocka_unit_test(test_small),          cmocka_unit_test(test_big),
+		cmocka_unit_test(test_many_live),      cmocka_unit_test(test_null),
+		cmocka_unit_test(test_bad_len),        cmocka_unit_test(test_bad_opts),
+		cmocka_unit_test(test_parse_size),     cmocka_unit_test(test_parse_mode),
 		cmocka_unit_test(test_names_and_info), cmocka_unit_test(test_no_leak),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

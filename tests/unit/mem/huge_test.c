@@ -223,7 +223,8 @@ static void test_real_hugetlb(void **state)
 	uint64_t nfree = free_pages(HC_HUGE_2MB);
 	if (pool_before < 0 || nfree < 4) {
 		print_message("cannot grow the 2MB huge page pool here (root: %d, free: %" PRIu64
-			      "); skipping\n", geteuid() == 0, nfree);
+			      "); skipping\n",
+			      geteuid() == 0, nfree);
 		skip();
 	}
 	warnings = 0;

@@ -207,9 +207,9 @@ static void test_from_config_bad(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),	cmocka_unit_test(test_older_caller),
-		cmocka_unit_test(test_newer_caller),	cmocka_unit_test(test_bad_struct_size),
-		cmocka_unit_test(test_from_config),	cmocka_unit_test(test_from_config_bad),
+		cmocka_unit_test(test_defaults),     cmocka_unit_test(test_older_caller),
+		cmocka_unit_test(test_newer_caller), cmocka_unit_test(test_bad_struct_size),
+		cmocka_unit_test(test_from_config),  cmocka_unit_test(test_from_config_bad),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

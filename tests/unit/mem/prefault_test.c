@@ -193,7 +193,7 @@ static void test_failure_unmaps(void **state)
 	static const struct {
 		int err, which, expect;
 	} cases[] = {
-		{ENOMEM, 0, -ENOMEM}, {ENOMEM, 2, -ENOMEM}, {ENOMEM, 3, -ENOMEM},
+		{ENOMEM, 0, -ENOMEM}, {ENOMEM, 2, -ENOMEM},       {ENOMEM, 3, -ENOMEM},
 		{EFAULT, 1, -ENOMEM}, {EHWPOISON, 2, -EHWPOISON},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -18,11 +18,12 @@ struct geo_case {
 	struct hc_kv_geometry g;
 };
 
-static uint8_t elem_byte(uint32_t half, uint64_t token, uint32_t layer, uint32_t head,
-			 uint32_t dim, uint32_t byte)
+static uint8_t elem_byte(uint32_t half, uint64_t token, uint32_t layer, uint32_t head, uint32_t dim,
+			 uint32_t byte)
 {
 	uint64_t k = ((((half * 1000003ull + token) * 1009 + layer) * 1013 + head) * 1019 + dim) *
-			     17 + byte;
+			     17 +
+		     byte;
 	return (uint8_t)test_mix(k);
 }
 
@@ -60,13 +61,14 @@ static uint64_t flat_offset(const struct hc_kv_geometry *g, uint32_t half, uint3
 	return (half * half_elems + inner * H * D + head * D + dim) * g->elem_bytes;
 }
 
-#define FOR_EACH_ELEM(g, halves)                                                              \
-	for (uint32_t half = 0; half < (halves); half++)                                      \
-		for (uint64_t token = 0; token < (g)->pages * (g)->page_size; token++)        \
-			for (uint32_t layer = 0; layer < (g)->layers; layer++)                \
-				for (uint32_t head = 0; head < (g)->heads; head++)            \
-					for (uint32_t dim = 0; dim < (g)->head_dim; dim++)    \
-						for (uint32_t byte = 0; byte < (g)->elem_bytes; byte++)
+#define FOR_EACH_ELEM(g, halves)                                                                \
+	for (uint32_t half = 0; half < (halves); half++)                                        \
+		for (uint64_t token = 0; token < (g)->pages * (g)->page_size; token++)          \
+			for (uint32_t layer = 0; layer < (g)->layers; layer++)                  \
+				for (uint32_t head = 0; head < (g)->heads; head++)              \
+					for (uint32_t dim = 0; dim < (g)->head_dim; dim++)      \
+						for (uint32_t byte = 0; byte < (g)->elem_bytes; \
+						     byte++)
 
 static void fill_pool(struct hc_pool *pool, const struct hc_kv_geometry *g)
 {
@@ -78,8 +80,8 @@ static void fill_pool(struct hc_pool *pool, const struct hc_kv_geometry *g)
 			 g->elem_bytes * halves;
 	assert_true(r.len >= total);
 	FOR_EACH_ELEM(g, halves)
-		mem[ref_offset(g, half, token, layer, head, dim) + byte] =
-			elem_byte(half, token, layer, head, dim, byte);
+	mem[ref_offset(g, half, token, layer, head, dim) + byte] = elem_byte(half, token, layer,
+									     head, dim, byte);
 }
 
 static void check_flat(const struct hc_kv_geometry *g, uint64_t page, const uint8_t *flat)
@@ -97,9 +99,11 @@ static void check_flat(const struct hc_kv_geometry *g, uint64_t page, const uint
 								half, page * g->page_size + t,
 								layer, head, dim, b);
 							if (flat[o + b] != want)
-								fail_msg("page %llu half %u t %u layer %u head %u dim %u byte %u",
-									 (unsigned long long)page, half, t,
-									 layer, head, dim, b);
+								fail_msg(
+									"page %llu half %u t %u layer %u head %u dim %u byte %u",
+									(unsigned long long)page,
+									half, t, layer, head, dim,
+									b);
 						}
 }
 
@@ -202,10 +206,12 @@ static void test_scatter_round_trip(void **state)
 		 * a page lands in another slot, as on a cache hit. */
 		for (uint64_t p = 0; p < g->pages; p++) {
 			assert_int_equal(hc_pool_gather(src, p, flat, page_bytes), 0);
-			assert_int_equal(hc_pool_scatter(dst, g->pages - 1 - p, flat, page_bytes), 0);
+			assert_int_equal(hc_pool_scatter(dst, g->pages - 1 - p, flat, page_bytes),
+					 0);
 		}
 		for (uint64_t p = 0; p < g->pages; p++) {
-			assert_int_equal(hc_pool_gather(dst, g->pages - 1 - p, back, page_bytes), 0);
+			assert_int_equal(hc_pool_gather(dst, g->pages - 1 - p, back, page_bytes),
+					 0);
 			check_flat(g, p, back);
 		}
 		/* Scatter into one page leaves its neighbours alone. */
@@ -229,8 +235,8 @@ static void test_bad_arguments(void **state)
 	(void)state;
 	struct hc_kv_geometry g = {2, 2, 4, 2, 4, 4, HC_LAYOUT_PAGE_FIRST, false};
 	struct hc_pool *pool = (struct hc_pool *)1;
-	static const char *const fields[] = {"layers", "heads", "head_dim", "elem_bytes",
-					     "page_size", "pages"};
+	static const char *const fields[] = {"layers",     "heads",     "head_dim",
+					     "elem_bytes", "page_size", "pages"};
 	for (int f = 0; f < 6; f++) {
 		struct hc_kv_geometry b = g;
 		uint32_t *u32 = &b.layers;
@@ -270,7 +276,8 @@ static void test_layout_names(void **state)
 	(void)state;
 	enum hc_kv_layout l;
 	for (int i = 0; i < 3; i++) {
-		assert_int_equal(hc_kv_layout_parse(hc_kv_layout_name((enum hc_kv_layout)i), &l), 0);
+		assert_int_equal(hc_kv_layout_parse(hc_kv_layout_name((enum hc_kv_layout)i), &l),
+				 0);
 		assert_int_equal(l, i);
 	}
 	assert_int_equal(hc_kv_layout_parse("page_last", &l), -EINVAL);

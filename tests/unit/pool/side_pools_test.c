@@ -14,7 +14,10 @@ static void fill_page(uint8_t *p, size_t len, uint64_t seed)
 static void test_mamba(void **state)
 {
 	(void)state;
-	struct hc_mamba_geometry g = {.slots = 7, .layers = 3, .temporal_bytes = 40, .nconv = 2,
+	struct hc_mamba_geometry g = {.slots = 7,
+				      .layers = 3,
+				      .temporal_bytes = 40,
+				      .nconv = 2,
 				      .conv_bytes = {24, 8}};
 	struct hc_pool *pool;
 	assert_int_equal(hc_pool_create_mamba(&g, NULL, &pool), 0);
@@ -71,7 +74,9 @@ static void test_mamba(void **state)
 	hc_pool_destroy(pool);
 
 	/* An empty temporal buffer is skipped: conv buffers only. */
-	struct hc_mamba_geometry conv_only = {.slots = 2, .layers = 1, .nconv = 1,
+	struct hc_mamba_geometry conv_only = {.slots = 2,
+					      .layers = 1,
+					      .nconv = 1,
 					      .conv_bytes = {4096}};
 	assert_int_equal(hc_pool_create_mamba(&conv_only, NULL, &pool), 0);
 	assert_int_equal(hc_pool_segment_count(pool), 1);
@@ -166,17 +171,21 @@ static void test_kv_alignment(void **state)
 		bool want;
 	} cases[] = {
 		/* page segment = layers*page_size*heads*head_dim*elem */
-		{{4, 8, 128, 2, 16, 8, HC_LAYOUT_PAGE_FIRST, false}, 4096, true},   /* 128 KiB */
+		{{4, 8, 128, 2, 16, 8, HC_LAYOUT_PAGE_FIRST, false}, 4096, true}, /* 128 KiB */
 		{{4, 8, 128, 2, 16, 8, HC_LAYOUT_PAGE_FIRST_DIRECT, false}, 4096, true},
-		{{4, 8, 128, 2, 16, 8, HC_LAYOUT_LAYER_FIRST, false}, 4096, false}, /* not contiguous */
-		{{3, 1, 100, 2, 4, 8, HC_LAYOUT_PAGE_FIRST, false}, 4096, false},   /* 2400 B */
-		{{3, 1, 100, 2, 4, 8, HC_LAYOUT_PAGE_FIRST, false}, 32, true},      /* 2400 = 75*32 */
+		{{4, 8, 128, 2, 16, 8, HC_LAYOUT_LAYER_FIRST, false},
+		 4096,
+		 false}, /* not contiguous */
+		{{3, 1, 100, 2, 4, 8, HC_LAYOUT_PAGE_FIRST, false}, 4096, false}, /* 2400 B */
+		{{3, 1, 100, 2, 4, 8, HC_LAYOUT_PAGE_FIRST, false}, 32, true},    /* 2400 = 75*32 */
 		{{3, 1, 100, 2, 4, 8, HC_LAYOUT_PAGE_FIRST, false}, 64, false},
-		{{61, 1, 576, 2, 64, 4, HC_LAYOUT_PAGE_FIRST, true}, 4096, true},  /* MLA: 4.3 MiB */
-		{{61, 1, 576, 2, 1, 4, HC_LAYOUT_PAGE_FIRST, true}, 4096, false},  /* 70272 B */
+		{{61, 1, 576, 2, 64, 4, HC_LAYOUT_PAGE_FIRST, true}, 4096, true}, /* MLA: 4.3 MiB */
+		{{61, 1, 576, 2, 1, 4, HC_LAYOUT_PAGE_FIRST, true}, 4096, false}, /* 70272 B */
 		{{61, 1, 576, 2, 1, 4, HC_LAYOUT_PAGE_FIRST, true}, 512, false},
 		{{61, 1, 576, 2, 1, 4, HC_LAYOUT_PAGE_FIRST, true}, 128, true},
-		{{4, 8, 128, 2, 16, 8, HC_LAYOUT_PAGE_FIRST, false}, 3000, false}, /* not a power of 2 */
+		{{4, 8, 128, 2, 16, 8, HC_LAYOUT_PAGE_FIRST, false},
+		 3000,
+		 false}, /* not a power of 2 */
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct hc_pool *pool;
@@ -191,7 +200,10 @@ static void test_kv_alignment(void **state)
 static void test_mamba_alignment(void **state)
 {
 	(void)state;
-	struct hc_mamba_geometry g = {.slots = 3, .layers = 2, .temporal_bytes = 2048, .nconv = 1,
+	struct hc_mamba_geometry g = {.slots = 3,
+				      .layers = 2,
+				      .temporal_bytes = 2048,
+				      .nconv = 1,
 				      .conv_bytes = {1024}};
 	struct hc_pool *pool;
 	assert_int_equal(hc_pool_create_mamba(&g, NULL, &pool), 0);
@@ -203,12 +215,9 @@ static void test_mamba_alignment(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mamba),
-		cmocka_unit_test(test_mamba_bad),
-		cmocka_unit_test(test_indexer),
-		cmocka_unit_test(test_anchor),
-		cmocka_unit_test(test_kv_alignment),
-		cmocka_unit_test(test_mamba_alignment),
+		cmocka_unit_test(test_mamba),        cmocka_unit_test(test_mamba_bad),
+		cmocka_unit_test(test_indexer),      cmocka_unit_test(test_anchor),
+		cmocka_unit_test(test_kv_alignment), cmocka_unit_test(test_mamba_alignment),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

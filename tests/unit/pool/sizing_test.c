@@ -84,7 +84,8 @@ static void test_from_config(void **state)
 	(void)state;
 	struct hc_config *cfg;
 	assert_int_equal(hc_config_create("{\"hicache_size\": 2, \"host_memory_reserve_gb\": 1}",
-					  &cfg), 0);
+					  &cfg),
+			 0);
 	struct hc_pool_sizing s;
 	hc_pool_sizing_init(&s, sizeof(s));
 	assert_int_equal(hc_pool_sizing_from_config(&s, cfg), 0);

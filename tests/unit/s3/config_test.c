@@ -224,8 +224,10 @@ static void test_timeouts_one_deadline(void **state)
 	assert_int_equal(pthread_create(&tid, NULL, mute_main, &m), 0);
 
 	char extra[160];
-	snprintf(extra, sizeof(extra), "\"endpoint\": \"http://127.0.0.1:%u\", \"timeout_ms\": 300, "
-		 "\"retries\": 1", ntohs(a.sin_port));
+	snprintf(extra, sizeof(extra),
+		 "\"endpoint\": \"http://127.0.0.1:%u\", \"timeout_ms\": 300, "
+		 "\"retries\": 1",
+		 ntohs(a.sin_port));
 	struct hc_store *st = s3t_open("", true, extra);
 	int after_open = atomic_load(&m.accepted);
 	struct hc_kv_geometry g = st_kv_geo(HC_LAYOUT_PAGE_FIRST, true, 4);

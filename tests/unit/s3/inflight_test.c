@@ -19,8 +19,13 @@ static void many(unsigned inflight, bool bounce)
 	snprintf(extra, sizeof(extra), "\"max_inflight\": %u", inflight);
 	struct hc_store *st = s3t_open(sub, bounce, extra);
 	/* 64 KiB pages: 2 objects each in zero-copy mode, 600 requests a batch. */
-	struct hc_kv_geometry g = {.layers = 4, .heads = 4, .head_dim = 128, .elem_bytes = 2,
-				   .page_size = 8, .pages = PAGES, .layout = HC_LAYOUT_PAGE_FIRST};
+	struct hc_kv_geometry g = {.layers = 4,
+				   .heads = 4,
+				   .head_dim = 128,
+				   .elem_bytes = 2,
+				   .page_size = 8,
+				   .pages = PAGES,
+				   .layout = HC_LAYOUT_PAGE_FIRST};
 	struct hc_pool *pool = st_kv_pool(&g);
 	assert_int_equal(hc_pool_page_bytes(pool), 65536);
 	assert_int_equal(hc_store_register_pool(st, "kv", pool, true), 0);

@@ -17,7 +17,7 @@ enum { KV_ID = 1 };
 struct writer {
 	struct hc_store *st;
 	struct hc_pool *pool;
-	_Atomic int rounds;     /* batches finished */
+	_Atomic int rounds; /* batches finished */
 	_Atomic bool stop;
 	int failed_rounds;      /* batches with a failed page */
 	int stored[MAX_ROUNDS]; /* per round: pages stored (leading, all or none tracked) */
@@ -53,8 +53,13 @@ static void test_gateway_stops_mid_batch(void **state)
 	(void)state;
 	/* 256 KiB pages, two objects each: a batch is 128 PUTs of 128 KiB. */
 	struct hc_store *st = s3t_open("outage/", false, "\"retries\": 2, \"timeout_ms\": 10000");
-	struct hc_kv_geometry g = {.layers = 4, .heads = 8, .head_dim = 256, .elem_bytes = 2,
-				   .page_size = 8, .pages = 2 * BATCH, .layout = HC_LAYOUT_PAGE_FIRST};
+	struct hc_kv_geometry g = {.layers = 4,
+				   .heads = 8,
+				   .head_dim = 256,
+				   .elem_bytes = 2,
+				   .page_size = 8,
+				   .pages = 2 * BATCH,
+				   .layout = HC_LAYOUT_PAGE_FIRST};
 	struct hc_pool *pool = st_kv_pool(&g);
 	assert_int_equal(hc_pool_page_bytes(pool), 262144);
 	assert_int_equal(hc_store_register_pool(st, "kv", pool, true), 0);

@@ -95,8 +95,11 @@ static void side_case(bool bounce)
 	struct hc_store *st = s3t_open(sub, bounce, NULL);
 	struct hc_kv_geometry kg = st_kv_geo(HC_LAYOUT_PAGE_FIRST, false, NSLOTS);
 	struct hc_kv_geometry sg = st_kv_geo(HC_LAYOUT_PAGE_FIRST_DIRECT, false, NSLOTS);
-	struct hc_mamba_geometry mg = {.slots = NSLOTS, .layers = 2, .temporal_bytes = 3000,
-				       .nconv = 2, .conv_bytes = {1000, 5000}};
+	struct hc_mamba_geometry mg = {.slots = NSLOTS,
+				       .layers = 2,
+				       .temporal_bytes = 3000,
+				       .nconv = 2,
+				       .conv_bytes = {1000, 5000}};
 	struct hc_pool *kv = st_kv_pool(&kg), *swa = st_kv_pool(&sg), *mamba = st_mamba_pool(&mg),
 		       *idx = st_indexer_pool(NSLOTS, 8, 64 * 132);
 	assert_int_equal(hc_store_register_pool(st, "kv", kv, true), 0);
@@ -122,8 +125,8 @@ static void side_case(bool bounce)
 			rslots[p] = NSLOTS - 1 - p;
 			st_fill(pools[i], p, ids[i], p);
 		}
-		t[i] = (struct hc_pool_transfer){names[i], keys, NPAGES, wslots, HC_HIT_ALL_PAGES,
-						 res[i], NULL};
+		t[i] = (struct hc_pool_transfer){names[i],         keys,   NPAGES, wslots,
+						 HC_HIT_ALL_PAGES, res[i], NULL};
 	}
 	assert_int_equal(hc_store_set_v2(st, t, 4), 0);
 	uint64_t kv_hits, hits[3];

@@ -44,8 +44,10 @@ static inline int s3t_setup(const char *test)
 	snprintf(path, sizeof(path), "%s/env", dir);
 	f = fopen(path, "r");
 	if (!f) {
-		fprintf(stderr, "s3 tests: no server in %s (did s3.server_start fail? its output "
-				"says why)\n", dir);
+		fprintf(stderr,
+			"s3 tests: no server in %s (did s3.server_start fail? its output "
+			"says why)\n",
+			dir);
 		exit(1);
 	}
 	char line[1024];

@@ -19,8 +19,11 @@ static void fx_open(struct fx *f, const char *sub, bool logical)
 {
 	f->st = s3t_open(sub, false, NULL);
 	struct hc_kv_geometry kg = st_kv_geo(HC_LAYOUT_PAGE_FIRST, false, SLOTS);
-	struct hc_mamba_geometry mg = {.slots = SLOTS, .layers = 2, .temporal_bytes = 2048,
-				       .nconv = 1, .conv_bytes = {2048}};
+	struct hc_mamba_geometry mg = {.slots = SLOTS,
+				       .layers = 2,
+				       .temporal_bytes = 2048,
+				       .nconv = 1,
+				       .conv_bytes = {2048}};
 	f->kv = logical ? st_anchor_pool(SLOTS, PS) : st_kv_pool(&kg);
 	f->mamba = st_mamba_pool(&mg);
 	f->idx = st_indexer_pool(SLOTS, PS, 64 * 132);
@@ -63,7 +66,7 @@ static void test_exists_policies(void **state)
 	fx_open(&f, "policies/", false);
 	struct hc_key keys[N];
 	st_keys(7, N, PS, keys);
-	put_pattern(&f, "kv", f.kv, KV_ID, keys, "1111111100");   /* kv: 8 pages */
+	put_pattern(&f, "kv", f.kv, KV_ID, keys, "1111111100");          /* kv: 8 pages */
 	put_pattern(&f, "mamba", f.mamba, MAMBA_ID, keys, "0001001100"); /* mamba at 3, 6, 7 */
 	put_pattern(&f, "indexer", f.idx, INDEXER_ID, keys, "1111101111");
 

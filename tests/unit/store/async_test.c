@@ -544,8 +544,8 @@ static void test_mixed_sync(void **state)
 /* Not a real op: a start that fails must overwrite it with NULL. */
 static struct hc_store_op *const NOT_AN_OP = (struct hc_store_op *)(uintptr_t)0x10;
 
-typedef int (*start_fn)(struct hc_store *, const struct hc_key *, size_t, const uint64_t *,
-			int *, struct hc_store_op **);
+typedef int (*start_fn)(struct hc_store *, const struct hc_key *, size_t, const uint64_t *, int *,
+			struct hc_store_op **);
 
 static void assert_start_fails(start_fn fn, struct hc_store *st, const struct hc_key *keys,
 			       size_t n, const uint64_t *pages, int *results, int want)
@@ -834,8 +834,7 @@ static bool put_page(struct hc_pool *pool, uint64_t slot, uint32_t pool_id, uint
 	return hc_pool_scatter(pool, slot, buf, pb) == 0;
 }
 
-static bool page_ok(struct hc_pool *pool, uint64_t slot, uint64_t page, uint8_t *want,
-		    uint8_t *got)
+static bool page_ok(struct hc_pool *pool, uint64_t slot, uint64_t page, uint8_t *want, uint8_t *got)
 {
 	size_t pb = hc_pool_page_bytes(pool);
 	st_content(KV_ID, page, want, pb);
@@ -1133,7 +1132,8 @@ static void test_failed_page(void **state)
 	 * anything: A and C all good, B good before its page 5. */
 	if (first_bad[1] >= 0 || first_bad[3] >= 0 || first_bad[BAD_OP] != BAD_PAGE)
 		fail_msg("pick other seeds: a page of A or C, or of B before page 5, is in "
-			 "bucket %s", bad_bucket);
+			 "bucket %s",
+			 bad_bucket);
 	assert_int_equal(rmdir(bpath), 0);
 	int fd = open(bpath, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
 	assert_true(fd >= 0);
@@ -1208,7 +1208,8 @@ static void test_failed_page(void **state)
 static struct hc_store_op *v2_start(struct fx *f, bool set, struct hc_pool_transfer *t, size_t nt)
 {
 	struct hc_store_op *op = NULL;
-	int rc = set ? hc_store_set_v2_start(f->st, t, nt, &op) : hc_store_get_v2_start(f->st, t, nt, &op);
+	int rc = set ? hc_store_set_v2_start(f->st, t, nt, &op)
+		     : hc_store_get_v2_start(f->st, t, nt, &op);
 	if (rc)
 		fail_msg("hc_store_%s_v2_start: %s (%s)", set ? "set" : "get", hc_strerror(rc),
 			 hc_last_error());

@@ -30,8 +30,11 @@ static void fx_open(struct fx *f, bool file)
 		f->st = st_open_mem(false);
 	}
 	struct hc_kv_geometry g = st_kv_geo(HC_LAYOUT_PAGE_FIRST, false, SLOTS);
-	struct hc_mamba_geometry mg = {.slots = SLOTS, .layers = 2, .temporal_bytes = 2048,
-				       .nconv = 1, .conv_bytes = {2048}};
+	struct hc_mamba_geometry mg = {.slots = SLOTS,
+				       .layers = 2,
+				       .temporal_bytes = 2048,
+				       .nconv = 1,
+				       .conv_bytes = {2048}};
 	f->kv = st_kv_pool(&g);
 	f->mamba = st_mamba_pool(&mg);
 	assert_int_equal(hc_store_register_pool(f->st, "kv", f->kv, true), 0);
@@ -270,7 +273,8 @@ static void test_open_errors(void **state)
 	/* Backend keys are checked. */
 	snprintf(json, sizeof(json),
 		 "{\"dirs\": [\"%s\"], \"l3_cleaner_low_watermark\": 90, "
-		 "\"l3_cleaner_high_watermark\": 80}", dir);
+		 "\"l3_cleaner_high_watermark\": 80}",
+		 dir);
 	assert_int_equal(st_open_json("file", json, ST_MODEL, 0, 1, false, &st), -EINVAL);
 	assert_last_error_contains("l3_cleaner_low_watermark");
 	/* A base dir whose parent does not exist. */
@@ -576,14 +580,10 @@ int main(void)
 	if (rc)
 		return rc;
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_efault),
-		cmocka_unit_test(test_null_args),
-		cmocka_unit_test(test_zero_pages),
-		cmocka_unit_test(test_open_errors),
-		cmocka_unit_test(test_duplicate_dir),
-		cmocka_unit_test(test_failed_pages),
-		cmocka_unit_test(test_read_only_dir),
-		cmocka_unit_test(test_read_only_dir_large),
+		cmocka_unit_test(test_efault),        cmocka_unit_test(test_null_args),
+		cmocka_unit_test(test_zero_pages),    cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_duplicate_dir), cmocka_unit_test(test_failed_pages),
+		cmocka_unit_test(test_read_only_dir), cmocka_unit_test(test_read_only_dir_large),
 		cmocka_unit_test(test_stats_add_up),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

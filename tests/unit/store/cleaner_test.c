@@ -26,7 +26,7 @@
 
 struct written {
 	unsigned batches;
-	unsigned batch;   /* pages per batch */
+	unsigned batch; /* pages per batch */
 	uint64_t key_base;
 };
 
@@ -72,8 +72,8 @@ static uint64_t check_prefix_deleted(const char *dir, const struct written *w, b
 			struct hc_key k = wkey(w, b, i);
 			unsigned n = rt_objects_present(dir, &k, zero_copy);
 			if (n != 0 && n != nobj)
-				fail_msg("batch %u page %u: %u of %u objects (half a page)", b,
-					 i, n, nobj);
+				fail_msg("batch %u page %u: %u of %u objects (half a page)", b, i,
+					 n, nobj);
 			have += n != 0;
 		}
 		present += have;
@@ -81,7 +81,8 @@ static uint64_t check_prefix_deleted(const char *dir, const struct written *w, b
 			boundary = (int)b;
 		if (boundary >= 0 && (unsigned)boundary != b && have != w->batch)
 			fail_msg("batch %u: %u of %u pages, but older batch %d is there: "
-				 "not oldest first", b, have, w->batch, boundary);
+				 "not oldest first",
+				 b, have, w->batch, boundary);
 		if (have == w->batch && *first_full == w->batches)
 			*first_full = b;
 	}
@@ -167,8 +168,10 @@ static void *reader_main(void *arg)
 				} else if (res[i] == -ENOENT) {
 					atomic_fetch_add(&r->misses, 1);
 				} else {
-					reader_fail(r, "batch %u page %u: result %d racing the "
-						    "cleaner", b, i, res[i]);
+					reader_fail(r,
+						    "batch %u page %u: result %d racing the "
+						    "cleaner",
+						    b, i, res[i]);
 				}
 			}
 		}
@@ -238,8 +241,9 @@ static void test_capacity(void **state)
 	if (atomic_load(&r.failed))
 		fail_msg("reader: %s", r.err);
 	print_message("capacity: %u batches of %u pages written, reader %llu rounds: %llu hits, "
-		      "%llu misses\n", w.batches, BATCH, (unsigned long long)r.rounds,
-		      (unsigned long long)r.hits, (unsigned long long)r.misses);
+		      "%llu misses\n",
+		      w.batches, BATCH, (unsigned long long)r.rounds, (unsigned long long)r.hits,
+		      (unsigned long long)r.misses);
 
 	ls = rt_ls(dir);
 	uint64_t target = CAP_BYTES * 70 / 100;

@@ -258,10 +258,10 @@ static void run_mix(const char *dir, bool bounce)
 		pthread_join(th[i], NULL);
 
 	print_message("%s%s: %llu generations, %llu gets (%llu hits), %llu exists (%llu pages "
-		      "re-read)\n", dir ? "file" : "mem", bounce ? " bounce" : "",
-		      (unsigned long long)m.gens, (unsigned long long)m.get_calls,
-		      (unsigned long long)m.get_hits, (unsigned long long)m.exists_calls,
-		      (unsigned long long)m.exists_checked);
+		      "re-read)\n",
+		      dir ? "file" : "mem", bounce ? " bounce" : "", (unsigned long long)m.gens,
+		      (unsigned long long)m.get_calls, (unsigned long long)m.get_hits,
+		      (unsigned long long)m.exists_calls, (unsigned long long)m.exists_checked);
 	if (m.err[0])
 		fail_msg("%s", m.err);
 	/* It did real work in each thread. */
@@ -345,8 +345,8 @@ static int which_variant(const void *buf, size_t off, size_t len, const struct h
 
 /* Is pool page p, read for key k, made of whole objects of one setter
  * each (bounce: the whole page of one setter)? */
-static bool race_page_ok(bool zero_copy, struct hc_pool *pool, uint64_t p,
-			 const struct hc_key *k, void *scratch)
+static bool race_page_ok(bool zero_copy, struct hc_pool *pool, uint64_t p, const struct hc_key *k,
+			 void *scratch)
 {
 	size_t pb = hc_pool_page_bytes(pool);
 	hc_pool_gather(pool, p, scratch, pb);
@@ -405,8 +405,8 @@ static void *race_reader(void *arg)
 		for (unsigned i = 0; i < RACE_BATCH; i++) {
 			if (res[i] == -ENOENT)
 				continue;
-			if (res[i] || !race_page_ok(r->zero_copy, r->pool, pages[i], &keys[i],
-						    scratch)) {
+			if (res[i] ||
+			    !race_page_ok(r->zero_copy, r->pool, pages[i], &keys[i], scratch)) {
 				pthread_mutex_lock(&r->err_lock);
 				snprintf(r->err, sizeof(r->err),
 					 "reader: round %d page %u: result %d or mixed content",

@@ -61,8 +61,12 @@ static struct hc_key run_key(unsigned run, const struct run_info *ri, uint64_t b
 static void child_main(const char *dir, unsigned run, const struct run_info *ri,
 		       struct progress *prog, int ready_fd)
 {
-	struct hc_kv_geometry g = {.layers = 2, .heads = 1, .head_dim = 64, .elem_bytes = 2,
-				   .page_size = TOKENS, .pages = MAX_BATCH,
+	struct hc_kv_geometry g = {.layers = 2,
+				   .heads = 1,
+				   .head_dim = 64,
+				   .elem_bytes = 2,
+				   .page_size = TOKENS,
+				   .pages = MAX_BATCH,
 				   .layout = HC_LAYOUT_PAGE_FIRST};
 	struct hc_pool *pool;
 	if (hc_pool_create_kv(&g, NULL, &pool))
@@ -169,8 +173,8 @@ static unsigned verify_run(struct fx *f, unsigned run, const struct run_info *ri
 				inflight_hits += !complete;
 			} else if (complete || res[i] != -ENOENT) {
 				fail_msg("run %u batch %llu/%llu page %u: result %d", run,
-					 (unsigned long long)b,
-					 (unsigned long long)ri->completed, i, res[i]);
+					 (unsigned long long)b, (unsigned long long)ri->completed,
+					 i, res[i]);
 			}
 		}
 		/* exists agrees with get: what is there is whole. */
@@ -238,8 +242,8 @@ static void test_kill_mid_batch(void **state)
 		assert_int_equal(waitpid(f->child, &status, 0), f->child);
 		f->child = 0;
 		if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
-			fail_msg("run %u: writer exited with %d before the kill",
-				 run, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+			fail_msg("run %u: writer exited with %d before the kill", run,
+				 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 		assert_int_equal(n, 1);
 		ri->started = atomic_load(&f->prog->started);
 		ri->completed = atomic_load(&f->prog->completed);
@@ -284,10 +288,11 @@ static void test_kill_mid_batch(void **state)
 			leftover = 0;
 		}
 		print_message("run %u: %s%s batch %u, killed after %u us in batch %llu "
-			      "(%llu complete), %u temp file(s)\n", run,
-			      ri->bounce ? "bounce" : "zero-copy", ri->buffered ? " buffered" : "",
-			      ri->batch, delay_us, (unsigned long long)ri->started,
-			      (unsigned long long)ri->completed, temps);
+			      "(%llu complete), %u temp file(s)\n",
+			      run, ri->bounce ? "bounce" : "zero-copy",
+			      ri->buffered ? " buffered" : "", ri->batch, delay_us,
+			      (unsigned long long)ri->started, (unsigned long long)ri->completed,
+			      temps);
 	}
 	/* Later runs and repairs left every earlier run's pages alone. */
 	for (unsigned run = 0; run < RUNS; run++)
@@ -298,8 +303,8 @@ static void test_kill_mid_batch(void **state)
 	assert_true(r.ok > 0);
 	print_message("crash: %u of %u runs killed mid-batch after a complete one, %u orphaned "
 		      "temp files, %u pages of in-flight batches were whole, %u repairs by "
-		      "$HICACHE_BIN, %u beside a stopped writer\n", mid_batch, RUNS, orphans_seen,
-		      inflight_hits, cli_repairs, stopped_repairs);
+		      "$HICACHE_BIN, %u beside a stopped writer\n",
+		      mid_batch, RUNS, orphans_seen, inflight_hits, cli_repairs, stopped_repairs);
 	struct hc_fsck_report cli;
 	if (rt_have_cli()) {
 		assert_int_equal(rt_cli_fsck(f->dir, false, &cli), 0);
@@ -355,11 +360,11 @@ static void test_fsck_policy(void **state)
 	rt_pathf(p[2], sizeof(p[2]), "%s/12/.tmp.0000000000000012.%d.2", f->dir, (int)getpid());
 	rt_pathf(p[3], sizeof(p[3]), "%s/00/.probe.%d.7", f->dir, (int)dead);
 	rt_pathf(p[4], sizeof(p[4]), "%s/13/not-an-object", f->dir);
-	make_file(p[0], "live writer", 0);       /* kept */
-	make_file(p[1], "dead pid, young", 0);   /* kept: a pid says nothing */
+	make_file(p[0], "live writer", 0);        /* kept */
+	make_file(p[1], "dead pid, young", 0);    /* kept: a pid says nothing */
 	make_file(p[2], "stale, live pid", 3600); /* orphaned: old */
-	make_file(p[3], "dead prober", 3600);    /* orphaned: old */
-	make_file(p[4], "foreign", 0);         /* foreign, kept */
+	make_file(p[3], "dead prober", 3600);     /* orphaned: old */
+	make_file(p[4], "foreign", 0);            /* foreign, kept */
 
 	/* Corrupt key 0's K object (a flipped payload byte) and truncate key
 	 * 1's V object. */

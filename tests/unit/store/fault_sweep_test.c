@@ -34,8 +34,11 @@ static void fx_init(struct fx *f, enum kind kind)
 	struct hc_kv_geometry g = st_kv_geo(HC_LAYOUT_PAGE_FIRST, kind == K_MLA, 2 * NP);
 	f->kv = st_kv_pool(&g);
 	if (kind == K_MAMBA) {
-		struct hc_mamba_geometry mg = {.slots = 2 * NP, .layers = 2, .temporal_bytes = 2048,
-					       .nconv = 2, .conv_bytes = {1024, 512}};
+		struct hc_mamba_geometry mg = {.slots = 2 * NP,
+					       .layers = 2,
+					       .temporal_bytes = 2048,
+					       .nconv = 2,
+					       .conv_bytes = {1024, 512}};
 		f->side = st_mamba_pool(&mg);
 	} else if (kind == K_SIDE) {
 		f->side = st_indexer_pool(2 * NP, 8, 3000);
@@ -77,9 +80,15 @@ static int transfer(struct fx *f, struct hc_store *st, bool set, int kv_res[NP],
 {
 	static uint64_t src[NP] = {0, 1, 2, 3}, dst[NP] = {NP, NP + 1, NP + 2, NP + 3};
 	struct hc_pool_transfer t[2] = {
-		{.pool = "kv", .keys = f->keys, .n = NP, .pages = set ? src : dst,
+		{.pool = "kv",
+		 .keys = f->keys,
+		 .n = NP,
+		 .pages = set ? src : dst,
 		 .results = kv_res},
-		{.pool = "side", .keys = f->keys, .n = NP, .pages = set ? src : dst,
+		{.pool = "side",
+		 .keys = f->keys,
+		 .n = NP,
+		 .pages = set ? src : dst,
 		 .results = side_res},
 	};
 	for (int i = 0; i < NP; i++)
@@ -90,7 +99,8 @@ static int transfer(struct fx *f, struct hc_store *st, bool set, int kv_res[NP],
 			if (f->side)
 				st_clear(f->side, dst[i]);
 		}
-	return set ? hc_store_set_v2(st, t, f->side ? 2 : 1) : hc_store_get_v2(st, t, f->side ? 2 : 1);
+	return set ? hc_store_set_v2(st, t, f->side ? 2 : 1)
+		   : hc_store_get_v2(st, t, f->side ? 2 : 1);
 }
 
 /* Every page a get calls a hit holds the bytes set. Returns the hits. */
@@ -184,7 +194,8 @@ static void sweep(enum kind kind)
 			round_trip(&f, (enum hc_fault_kind)fk, n);
 		print_message("%s %s: %llu %s faults swept\n", kind_names[kind],
 			      getenv("HICACHE_IO_ENGINE") ? getenv("HICACHE_IO_ENGINE") : "auto",
-			      (unsigned long long)calls, hc_fault_kind_name((enum hc_fault_kind)fk));
+			      (unsigned long long)calls,
+			      hc_fault_kind_name((enum hc_fault_kind)fk));
 		if (fk != HC_FAULT_ALLOC)
 			assert_true(calls > 0); /* every kind is reached */
 	}

@@ -9,8 +9,8 @@
 /* A cleaner thread that runs often but deletes nothing: on a shared disk
  * that is more than 80 % used (the default watermark) it would delete the
  * pages that warm_up() checks. */
-#define WITH_CLEANER                                                                  \
-	"\"l3_cleaner_interval_s\": 0.2, \"l3_cleaner_high_watermark\": 100, "           \
+#define WITH_CLEANER                                                           \
+	"\"l3_cleaner_interval_s\": 0.2, \"l3_cleaner_high_watermark\": 100, " \
 	"\"l3_cleaner_low_watermark\": 99"
 
 struct fx {
@@ -83,8 +83,7 @@ static void test_open_close(void **state)
 	int before = rt_count_fds();
 	for (int round = 0; round < 5; round++) {
 		/* With and without the cleaner thread, with and without I/O. */
-		f->st = rt_open_ok(f->dir, round % 2 ? WITH_CLEANER : NULL,
-				   f->bounce, f->pool);
+		f->st = rt_open_ok(f->dir, round % 2 ? WITH_CLEANER : NULL, f->bounce, f->pool);
 		if (round >= 2)
 			warm_up(f, 2000 + 10 * (uint64_t)round);
 		hc_store_close(f->st);

@@ -8,7 +8,7 @@
  */
 #include "robust_test.h"
 
-#define TOKENS 256      /* 128 KiB pages: two 68 KiB objects, or one 132 KiB */
+#define TOKENS 256 /* 128 KiB pages: two 68 KiB objects, or one 132 KiB */
 #define FS_MB 24
 #define BATCH 8
 #define MAX_BATCHES 1000 /* far more than FS_MB holds */
@@ -142,8 +142,8 @@ static void test_fill(void **state)
 			if (ok[b * BATCH + i]) {
 				if (res[i] != 0 ||
 				    !rt_page_ok(f->pool, pages[i], &keys[i], f->scratch))
-					fail_msg("stored page %u/%u: result %d or wrong content",
-						 b, i, res[i]);
+					fail_msg("stored page %u/%u: result %d or wrong content", b,
+						 i, res[i]);
 				hits++;
 			} else if (res[i] != -ENOENT) {
 				fail_msg("failed page %u/%u: result %d, expected a miss", b, i,

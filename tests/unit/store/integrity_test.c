@@ -50,8 +50,7 @@ static void check_mismatch(const char *dir, const struct mismatch *m)
 		if (res[i] != -EBADMSG)
 			fail_msg("%s: page %d result %d, expected -EBADMSG", m->what, i, res[i]);
 	struct hc_store_stats s = st_stats(st, NULL);
-	if (s.corrupt != N * ir.objects || s.misses != N || s.hits || s.pages_read ||
-	    s.failures)
+	if (s.corrupt != N * ir.objects || s.misses != N || s.hits || s.pages_read || s.failures)
 		fail_msg("%s: corrupt %llu misses %llu hits %llu failures %llu", m->what,
 			 (unsigned long long)s.corrupt, (unsigned long long)s.misses,
 			 (unsigned long long)s.hits, (unsigned long long)s.failures);
@@ -154,16 +153,17 @@ static void test_mla_vs_mha(void **state)
 /* ---- damaged objects ---- */
 
 enum damage { TRUNCATE, EMPTY, EXTEND, FLIP_PAYLOAD, FLIP_TRAILER, FLIP_SELF_CHECK, DELETE };
-static const char *const damage_name[] = {"truncate", "empty", "extend", "flip payload",
-					  "flip trailer", "flip self_check", "delete"};
+static const char *const damage_name[] = {"truncate",     "empty",        "extend",
+					  "flip payload", "flip trailer", "flip self_check",
+					  "delete"};
 
 /* Pages 0..6, page i damaged by damage i in its first object; page 7 whole. */
 static void check_damage(const char *dir, bool bounce, bool verify)
 {
 	struct hc_kv_geometry g = st_kv_geo(HC_LAYOUT_PAGE_FIRST, false, SLOTS);
 	struct hc_pool *pool = st_kv_pool(&g);
-	struct hc_store *st =
-		st_open_file(dir, true, bounce, verify ? NULL : "\"verify_checksum\": false");
+	struct hc_store *st = st_open_file(dir, true, bounce,
+					   verify ? NULL : "\"verify_checksum\": false");
 	assert_int_equal(hc_store_register_pool(st, "kv", pool, true), 0);
 	enum { NP = 8 };
 	struct hc_key keys[NP];
@@ -472,12 +472,9 @@ int main(void)
 	if (rc)
 		return rc;
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mismatch),
-		cmocka_unit_test(test_mla_vs_mha),
-		cmocka_unit_test(test_damage),
-		cmocka_unit_test(test_not_rewritten),
-		cmocka_unit_test(test_same_key_twice),
-		cmocka_unit_test(test_name_collision),
+		cmocka_unit_test(test_mismatch),       cmocka_unit_test(test_mla_vs_mha),
+		cmocka_unit_test(test_damage),         cmocka_unit_test(test_not_rewritten),
+		cmocka_unit_test(test_same_key_twice), cmocka_unit_test(test_name_collision),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,8 +21,8 @@ static void check_batch(const char *dir, bool bounce)
 {
 	struct hc_kv_geometry g = st_kv_geo(HC_LAYOUT_PAGE_FIRST, false, SLOTS);
 	struct hc_pool *pool = st_kv_pool(&g);
-	struct hc_store *st =
-		st_open_file(dir, st_dir_supports_direct(dir), bounce, "\"io_depth\": 8");
+	struct hc_store *st = st_open_file(dir, st_dir_supports_direct(dir), bounce,
+					   "\"io_depth\": 8");
 	assert_int_equal(hc_store_register_pool(st, "kv", pool, true), 0);
 	struct hc_store_pool_info info;
 	assert_int_equal(hc_store_pool_info(st, "kv", &info), 0);
@@ -74,7 +74,8 @@ static void check_batch(const char *dir, bool bounce)
 	for (int i = 0; i < N; i++) {
 		int want = i == CORRUPT_A || i == CORRUPT_B ? -EBADMSG : i == MISSING ? -ENOENT : 0;
 		if (res[i] != want)
-			fail_msg("bounce %d: page %d: result %d, expected %d", bounce, i, res[i], want);
+			fail_msg("bounce %d: page %d: result %d, expected %d", bounce, i, res[i],
+				 want);
 		if (!want)
 			st_assert_page(pool, back[i], KV_ID, (uint64_t)i);
 	}
@@ -140,8 +141,13 @@ static void check_large_bounce(enum hc_kv_layout layout)
 	st_mkdtemp(dir);
 	enum { LN = 6, BAD_FIRST = 1, BAD_LAST = 4 };
 	/* 4 layers x 2 halves x 8 tokens x 4 heads x 2048 x 2 bytes: 1 MiB. */
-	struct hc_kv_geometry g = {.layers = 4, .heads = 4, .head_dim = 2048, .elem_bytes = 2,
-				   .page_size = 8, .pages = 2 * LN, .layout = layout};
+	struct hc_kv_geometry g = {.layers = 4,
+				   .heads = 4,
+				   .head_dim = 2048,
+				   .elem_bytes = 2,
+				   .page_size = 8,
+				   .pages = 2 * LN,
+				   .layout = layout};
 	struct hc_pool *pool = st_kv_pool(&g);
 	size_t pb = hc_pool_page_bytes(pool);
 	assert_int_equal(pb, (size_t)1 << 20);
@@ -208,8 +214,13 @@ static void test_lookups_follow_workload(void **state)
 	st_mkdtemp(dir);
 	enum { LN = 64 };
 	/* MLA, 1 layer x 8 tokens x 32768 x 1 byte: one 256 KiB object. */
-	struct hc_kv_geometry g = {.layers = 1, .heads = 1, .head_dim = 32768, .elem_bytes = 1,
-				   .page_size = 8, .pages = LN, .layout = HC_LAYOUT_PAGE_FIRST,
+	struct hc_kv_geometry g = {.layers = 1,
+				   .heads = 1,
+				   .head_dim = 32768,
+				   .elem_bytes = 1,
+				   .page_size = 8,
+				   .pages = LN,
+				   .layout = HC_LAYOUT_PAGE_FIRST,
 				   .mla = true};
 	struct hc_pool *pool = st_kv_pool(&g);
 	assert_int_equal(hc_pool_page_bytes(pool), (size_t)256 << 10);
@@ -270,12 +281,17 @@ static void test_bounce_areas_bounded(void **state)
 	st_mkdtemp(dir);
 	enum { BN = 640, CALLS = 5 };
 	/* MLA, 1 layer x 8 tokens x 8192 x 1 byte: 64 KiB pages. */
-	struct hc_kv_geometry g = {.layers = 1, .heads = 1, .head_dim = 8192, .elem_bytes = 1,
-				   .page_size = 8, .pages = BN, .layout = HC_LAYOUT_PAGE_FIRST,
+	struct hc_kv_geometry g = {.layers = 1,
+				   .heads = 1,
+				   .head_dim = 8192,
+				   .elem_bytes = 1,
+				   .page_size = 8,
+				   .pages = BN,
+				   .layout = HC_LAYOUT_PAGE_FIRST,
 				   .mla = true};
 	struct hc_pool *pool = st_kv_pool(&g);
-	struct hc_store *st =
-		st_open_file(dir, st_dir_supports_direct(dir), true, "\"io_depth\": 512");
+	struct hc_store *st = st_open_file(dir, st_dir_supports_direct(dir), true,
+					   "\"io_depth\": 512");
 	assert_int_equal(st_stats(st, NULL).bounce_bytes, 0);
 	assert_int_equal(hc_store_register_pool(st, "kv", pool, true), 0);
 	uint64_t reserved = st_stats(st, NULL).bounce_bytes;
@@ -298,7 +314,8 @@ static void test_bounce_areas_bounded(void **state)
 	size_t per = (BN / 2) / CALLS;
 	for (size_t k = 0; k < CALLS; k++)
 		assert_int_equal(hc_store_set_start(st, keys + BN / 2 + k * per, per,
-						    slots + BN / 2 + k * per, res + k * per, &ops[k]),
+						    slots + BN / 2 + k * per, res + k * per,
+						    &ops[k]),
 				 0);
 	for (size_t k = 0; k < CALLS; k++)
 		assert_int_equal(hc_store_op_wait(ops[k]), 0);

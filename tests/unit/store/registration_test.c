@@ -35,7 +35,10 @@ static void test_register_errors(void **state)
 	(void)state;
 	struct hc_store *st = st_open_mem(false);
 	struct hc_kv_geometry g = st_kv_geo(HC_LAYOUT_PAGE_FIRST, false, 8);
-	struct hc_mamba_geometry mg = {.slots = 8, .layers = 1, .temporal_bytes = 64, .nconv = 1,
+	struct hc_mamba_geometry mg = {.slots = 8,
+				       .layers = 1,
+				       .temporal_bytes = 64,
+				       .nconv = 1,
 				       .conv_bytes = {32}};
 	struct hc_pool *kv = st_kv_pool(&g), *kv2 = st_kv_pool(&g), *mamba = st_mamba_pool(&mg);
 	struct hc_pool *anchor = st_anchor_pool(8, 8);
@@ -103,7 +106,10 @@ static void test_register_group(void **state)
 	struct hc_pool_group *grp;
 	assert_int_equal(hc_pool_group_create(&grp), 0);
 	struct hc_kv_geometry g = st_kv_geo(HC_LAYOUT_PAGE_FIRST, false, 8);
-	struct hc_mamba_geometry mg = {.slots = 8, .layers = 1, .temporal_bytes = 64, .nconv = 1,
+	struct hc_mamba_geometry mg = {.slots = 8,
+				       .layers = 1,
+				       .temporal_bytes = 64,
+				       .nconv = 1,
 				       .conv_bytes = {32}};
 	assert_int_equal(hc_pool_group_add(grp, "mamba", st_mamba_pool(&mg), false), 0);
 	assert_int_equal(hc_pool_group_add(grp, "full", st_kv_pool(&g), true), 0);

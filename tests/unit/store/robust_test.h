@@ -230,9 +230,14 @@ static inline bool rt_matches(const void *buf, size_t off, size_t len, const str
  * 2 * tokens * 2 * 64 bytes (K and V halves of tokens * 256 bytes). */
 static inline struct hc_pool *rt_pool(uint32_t tokens, uint64_t pages)
 {
-	struct hc_kv_geometry g = {.layers = 2, .heads = 1, .head_dim = 64, .elem_bytes = 2,
-				   .page_size = tokens, .pages = pages,
-				   .layout = HC_LAYOUT_PAGE_FIRST, .mla = false};
+	struct hc_kv_geometry g = {.layers = 2,
+				   .heads = 1,
+				   .head_dim = 64,
+				   .elem_bytes = 2,
+				   .page_size = tokens,
+				   .pages = pages,
+				   .layout = HC_LAYOUT_PAGE_FIRST,
+				   .mla = false};
 	struct hc_pool *pool = NULL;
 	int rc = hc_pool_create_kv(&g, NULL, &pool);
 	if (rc)

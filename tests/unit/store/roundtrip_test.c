@@ -211,7 +211,8 @@ static void test_kv_file_matrix(void **state)
 			for (int direct = 0; direct < 2; direct++)
 				for (int mla = 0; mla < 2; mla++) {
 					struct kv_case kc = {"file", (enum hc_kv_layout)layout,
-							     mla, bounce, direct, 0};
+							     mla,    bounce,
+							     direct, 0};
 					kv_round_trip(&kc, dir);
 				}
 	st_rmrf(dir);
@@ -223,7 +224,8 @@ static void test_kv_mem_matrix(void **state)
 	for (int layout = 0; layout < 3; layout++)
 		for (int bounce = 0; bounce < 2; bounce++)
 			for (int mla = 0; mla < 2; mla++) {
-				struct kv_case kc = {"mem", (enum hc_kv_layout)layout, mla, bounce,
+				struct kv_case kc = {"mem", (enum hc_kv_layout)layout,
+						     mla,   bounce,
 						     false, 0};
 				kv_round_trip(&kc, NULL);
 			}
@@ -238,7 +240,8 @@ static void test_kv_unaligned(void **state)
 	st_mkdtemp(dir);
 	for (int layout = 1; layout < 3; layout++)
 		for (int direct = 0; direct < 2; direct++) {
-			struct kv_case kc = {"file", (enum hc_kv_layout)layout, false, false,
+			struct kv_case kc = {"file", (enum hc_kv_layout)layout,
+					     false,  false,
 					     direct, 75};
 			kv_round_trip(&kc, dir);
 			kc.mla = true;
@@ -376,8 +379,8 @@ static void side_round_trip(const struct side_case *sc, const char *dir)
 	}
 	struct hc_pool_transfer t[4];
 	for (int i = 0; i < 4; i++)
-		t[i] = (struct hc_pool_transfer){x[i].pool, keys, SIDE_PAGES, w,
-						  HC_HIT_ALL_PAGES, res[i], NULL};
+		t[i] = (struct hc_pool_transfer){x[i].pool,        keys,   SIDE_PAGES, w,
+						 HC_HIT_ALL_PAGES, res[i], NULL};
 	memset(res, 0x55, sizeof(res));
 	assert_int_equal(hc_store_set_v2(st, t, 4), 0);
 	for (int i = 0; i < 4; i++)
@@ -567,8 +570,8 @@ static void test_multi_dir(void **state)
 		assert_int_equal(mkdir(d[i], 0700), 0);
 	}
 	snprintf(json, sizeof(json),
-		 "{\"dirs\": [\"%s\", \"%s\", \"%s\"], \"l3_cleaner_interval_s\": 0}", d[0],
-		 d[1], d[2]);
+		 "{\"dirs\": [\"%s\", \"%s\", \"%s\"], \"l3_cleaner_interval_s\": 0}", d[0], d[1],
+		 d[2]);
 	struct hc_store *st;
 	assert_int_equal(st_open_json("file", json, ST_MODEL, 0, 1, false, &st), 0);
 	struct hc_kv_geometry g = st_kv_geo(HC_LAYOUT_PAGE_FIRST, false, 64);
@@ -706,14 +709,10 @@ int main(void)
 	if (rc)
 		return rc;
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_kv_file_matrix),
-		cmocka_unit_test(test_kv_mem_matrix),
-		cmocka_unit_test(test_kv_unaligned),
-		cmocka_unit_test(test_side_pools),
-		cmocka_unit_test(test_other_mamba_name),
-		cmocka_unit_test(test_tp_ranks),
-		cmocka_unit_test(test_multi_dir),
-		cmocka_unit_test(test_big_batches),
+		cmocka_unit_test(test_kv_file_matrix),   cmocka_unit_test(test_kv_mem_matrix),
+		cmocka_unit_test(test_kv_unaligned),     cmocka_unit_test(test_side_pools),
+		cmocka_unit_test(test_other_mamba_name), cmocka_unit_test(test_tp_ranks),
+		cmocka_unit_test(test_multi_dir),        cmocka_unit_test(test_big_batches),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -78,8 +78,8 @@ static void fill_store(const char *dir, uint64_t base, unsigned n, uint32_t toke
 /* 400 pages of 16 KiB on disk (6.5 MB) against a 3.2 MB cap, high 100 /
  * low 50: one cleaner deletes down to 1.6 MB, leaving 97 pages. */
 #define NPAGES 400
-#define CAP_CFG                                                                               \
-	"\"capacity_gb\": 0.0032, \"l3_cleaner_high_watermark\": 100, "                        \
+#define CAP_CFG                                                         \
+	"\"capacity_gb\": 0.0032, \"l3_cleaner_high_watermark\": 100, " \
 	"\"l3_cleaner_low_watermark\": 50"
 #define KEEP_PAGES (1600000 / PAGE_DISK)
 

@@ -164,8 +164,7 @@ static void test_stress(void **state)
 		      NPROC, stress_s(), (unsigned long long)sum.set_pages,
 		      (unsigned long long)sum.get_pages, (unsigned long long)sum.hits,
 		      (unsigned long long)sum.verified, (unsigned long long)sum.wrong,
-		      (unsigned long long)sum.exists_calls,
-		      (unsigned long long)sum.cleaner_rounds,
+		      (unsigned long long)sum.exists_calls, (unsigned long long)sum.cleaner_rounds,
 		      (unsigned long long)sum.cleaner_skipped,
 		      (unsigned long long)sum.cleaner_pages);
 	assert_int_equal(sum.wrong, 0);

@@ -212,9 +212,14 @@ static inline int st_engine_check(void)
  * 4096-byte segment). */
 static inline struct hc_kv_geometry st_kv_geo(enum hc_kv_layout layout, bool mla, uint64_t pages)
 {
-	struct hc_kv_geometry g = {.layers = 2, .heads = mla ? 1 : 2, .head_dim = mla ? 128 : 64,
-				   .elem_bytes = 2, .page_size = 8, .pages = pages,
-				   .layout = layout, .mla = mla};
+	struct hc_kv_geometry g = {.layers = 2,
+				   .heads = mla ? 1 : 2,
+				   .head_dim = mla ? 128 : 64,
+				   .elem_bytes = 2,
+				   .page_size = 8,
+				   .pages = pages,
+				   .layout = layout,
+				   .mla = mla};
 	return g;
 }
 
@@ -311,13 +316,13 @@ static inline long st_diff(const struct hc_pool *pool, uint64_t slot, uint32_t p
 	return at;
 }
 
-#define st_assert_page(pool, slot, pool_id, page)                                              \
-	do {                                                                                   \
-		long at_ = st_diff((pool), (slot), (pool_id), (page));                         \
-		if (at_ >= 0)                                                                  \
-			fail_msg("slot %llu does not hold page %llu of pool %u (byte %ld)",    \
-				 (unsigned long long)(slot), (unsigned long long)(page),       \
-				 (unsigned)(pool_id), at_);                                    \
+#define st_assert_page(pool, slot, pool_id, page)                                           \
+	do {                                                                                \
+		long at_ = st_diff((pool), (slot), (pool_id), (page));                      \
+		if (at_ >= 0)                                                               \
+			fail_msg("slot %llu does not hold page %llu of pool %u (byte %ld)", \
+				 (unsigned long long)(slot), (unsigned long long)(page),    \
+				 (unsigned)(pool_id), at_);                                 \
 	} while (0)
 
 /* ---- keys ---- */
@@ -339,9 +344,8 @@ static inline void st_keys(uint32_t seed, size_t n, uint32_t page_size, struct h
 
 /* "<dir>/<bucket>/<hex><suffix><component>", the base dir chosen among
  * dirs as docs/FORMAT.md says. */
-static inline void st_obj_path_in(const char *const *dirs, unsigned ndirs,
-				  const struct hc_key *key, const char *suffix,
-				  const char *component, char out[PATH_MAX])
+static inline void st_obj_path_in(const char *const *dirs, unsigned ndirs, const struct hc_key *key,
+				  const char *suffix, const char *component, char out[PATH_MAX])
 {
 	char name[HC_NAME_MAX], bucket[3];
 	assert_true(hc_key_name(key, suffix, component, name, sizeof(name)) > 0);
@@ -363,12 +367,11 @@ static inline long long st_file_size(const char *path)
 	return stat(path, &sb) ? -1 : (long long)sb.st_size;
 }
 
-#define st_assert_file(path, size)                                                             \
-	do {                                                                                   \
-		long long sz_ = st_file_size(path);                                            \
-		if (sz_ != (long long)(size))                                                  \
-			fail_msg("%s: size %lld, expected %lld", (path), sz_,                  \
-				 (long long)(size));                                           \
+#define st_assert_file(path, size)                                                                \
+	do {                                                                                      \
+		long long sz_ = st_file_size(path);                                               \
+		if (sz_ != (long long)(size))                                                     \
+			fail_msg("%s: size %lld, expected %lld", (path), sz_, (long long)(size)); \
 	} while (0)
 
 /* Object bytes for a payload (docs/FORMAT.md). */

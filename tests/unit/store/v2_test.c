@@ -30,8 +30,11 @@ static void fx_open(struct fx *f, bool file, bool logical)
 	}
 	struct hc_kv_geometry kg = st_kv_geo(HC_LAYOUT_PAGE_FIRST, false, SLOTS);
 	struct hc_kv_geometry sg = st_kv_geo(HC_LAYOUT_PAGE_FIRST_DIRECT, false, SLOTS);
-	struct hc_mamba_geometry mg = {.slots = SLOTS, .layers = 2, .temporal_bytes = 2048,
-				       .nconv = 1, .conv_bytes = {2048}};
+	struct hc_mamba_geometry mg = {.slots = SLOTS,
+				       .layers = 2,
+				       .temporal_bytes = 2048,
+				       .nconv = 1,
+				       .conv_bytes = {2048}};
 	f->kv = logical ? st_anchor_pool(SLOTS, PS) : st_kv_pool(&kg);
 	f->swa = st_kv_pool(&sg);
 	f->mamba = st_mamba_pool(&mg);
@@ -122,7 +125,8 @@ static void v2_all_pools(bool file)
 		struct hc_pool *p = fx_pool(&f, pools[i], &id);
 		for (int j = 0; j < 5; j++)
 			st_fill(p, w[j], id, (uint64_t)j);
-		t[i] = (struct hc_pool_transfer){pools[i], keys, 5, w, HC_HIT_ALL_PAGES, res[i], NULL};
+		t[i] = (struct hc_pool_transfer){pools[i],         keys,   5,   w,
+						 HC_HIT_ALL_PAGES, res[i], NULL};
 	}
 	assert_int_equal(hc_store_set_v2(f.st, t, 4), 0);
 	for (int i = 0; i < 4; i++)
@@ -224,24 +228,21 @@ static void test_isolation(void **state)
 /* ---- exists_v2 ---- */
 
 struct pattern_case {
-	const char *side;     /* which pages of the side pool exist */
-	int64_t all;          /* all_pages */
-	int64_t trail1;       /* trailing_pages, N = 1 */
-	int64_t trail3;       /* trailing_pages, N = 3 */
+	const char *side; /* which pages of the side pool exist */
+	int64_t all;      /* all_pages */
+	int64_t trail1;   /* trailing_pages, N = 1 */
+	int64_t trail3;   /* trailing_pages, N = 3 */
 };
 
 /* kv has all 10 pages. */
 static const struct pattern_case patterns[] = {
-	{"1111111111", 10, 10, 10},
-	{"0111111111", 0, 10, 10},  /* gap at the start */
-	{"1111011111", 4, 10, 10},  /* gap in the middle */
-	{"1111111110", 9, 9, 9},    /* gap at the end */
-	{"1101101100", 2, 8, 2},    /* no run of 3; [0, 2) is the whole prefix */
-	{"0011100000", 0, 5, 5},    /* [2, 5) */
-	{"0110000000", 0, 3, 0},    /* [0, 3) misses page 0 */
-	{"1110000000", 3, 3, 3},
-	{"0000000001", 0, 10, 0},
-	{"0000000000", 0, 0, 0},
+	{"1111111111", 10, 10, 10}, {"0111111111", 0, 10, 10}, /* gap at the start */
+	{"1111011111", 4, 10, 10},                             /* gap in the middle */
+	{"1111111110", 9, 9, 9},                               /* gap at the end */
+	{"1101101100", 2, 8, 2}, /* no run of 3; [0, 2) is the whole prefix */
+	{"0011100000", 0, 5, 5}, /* [2, 5) */
+	{"0110000000", 0, 3, 0}, /* [0, 3) misses page 0 */
+	{"1110000000", 3, 3, 3},    {"0000000001", 0, 10, 0},  {"0000000000", 0, 0, 0},
 };
 
 static void v2_exists_patterns(bool file)
@@ -540,12 +541,9 @@ int main(void)
 	if (rc)
 		return rc;
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_all_pools),
-		cmocka_unit_test(test_isolation),
-		cmocka_unit_test(test_exists_patterns),
-		cmocka_unit_test(test_exists_kv_limit),
-		cmocka_unit_test(test_exists_multi),
-		cmocka_unit_test(test_v1_leading),
+		cmocka_unit_test(test_all_pools),       cmocka_unit_test(test_isolation),
+		cmocka_unit_test(test_exists_patterns), cmocka_unit_test(test_exists_kv_limit),
+		cmocka_unit_test(test_exists_multi),    cmocka_unit_test(test_v1_leading),
 		cmocka_unit_test(test_logical_anchor),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,7 +30,10 @@ struct v3 {
 	uint64_t e;
 };
 
-static const struct v2 defaults = {.struct_size = sizeof(defaults), .a = 7, .b = 8, .c = "dflt",
+static const struct v2 defaults = {.struct_size = sizeof(defaults),
+				   .a = 7,
+				   .b = 8,
+				   .c = "dflt",
 				   .d = 2.5};
 
 static void init_any_size(void **state)

@@ -67,7 +67,8 @@ int bench_parse_args(int argc, char **argv, struct bench_args *a)
 		CLI_OPT_U64("batch", 'B', &a->batch, 1, 1u << 20, "a number in 1..1048576"),
 		CLI_OPT_CUSTOM("layout", 'l', &a->layout, parse_layout,
 			       "layer_first, page_first, page_first_direct or page_head"),
-		CLI_OPT_UINT("threads", 't', &a->threads, 1, BENCH_THREADS_MAX, "a number in 1..1024"),
+		CLI_OPT_UINT("threads", 't', &a->threads, 1, BENCH_THREADS_MAX,
+			     "a number in 1..1024"),
 		CLI_OPT_ENUM("engine", 'e', &engine, engine_names, .as_name = &a->engine),
 		CLI_OPT_U64("seed", 's', &a->seed, 0, UINT64_MAX, "a number in 0..2^64-1"),
 		CLI_OPT_CUSTOM("direct", 0, &a->direct, parse_direct, "on or off"),
@@ -121,8 +122,10 @@ int bench_parse_args(int argc, char **argv, struct bench_args *a)
 	if (a->total_bytes) {
 		a->pages = a->total_bytes / a->page_bytes;
 		if (!a->pages) {
-			fprintf(stderr, "hicache bench: --total-bytes %llu is less than one page "
-					"of %llu bytes\n", (unsigned long long)a->total_bytes,
+			fprintf(stderr,
+				"hicache bench: --total-bytes %llu is less than one page "
+				"of %llu bytes\n",
+				(unsigned long long)a->total_bytes,
 				(unsigned long long)a->page_bytes);
 			return 2;
 		}
@@ -139,7 +142,8 @@ int bench_parse_args(int argc, char **argv, struct bench_args *a)
 		fprintf(stderr, "hicache bench: --dir needs --backend file\n");
 		return 2;
 	}
-	if ((a->endpoint || a->bucket || a->prefix || a->max_inflight) && strcmp(a->backend, "s3")) {
+	if ((a->endpoint || a->bucket || a->prefix || a->max_inflight) &&
+	    strcmp(a->backend, "s3")) {
 		fprintf(stderr, "hicache bench: --endpoint, --bucket, --prefix and --max-inflight "
 				"need --backend s3\n");
 		return 2;

@@ -131,13 +131,13 @@ struct worker {
 	uint64_t first, end; /* page range [first, end) */
 	/* One batch's worth; with --pipeline one entry per page of the range,
 	 * so that calls in flight never share an entry. */
-	uint64_t *slots;     /* this thread's pool pages */
+	uint64_t *slots; /* this thread's pool pages */
 	struct hc_key *keys;
 	int *results;
-	struct lane *lanes;  /* --pipeline: the calls started */
-	uint8_t *flat;       /* one flat page */
-	uint64_t *lat_ns;    /* one per batch */
-	uint8_t *lat_op;     /* the direction (OP_SET, OP_GET, OP_EXISTS) of each */
+	struct lane *lanes; /* --pipeline: the calls started */
+	uint8_t *flat;      /* one flat page */
+	uint64_t *lat_ns;   /* one per batch */
+	uint8_t *lat_op;    /* the direction (OP_SET, OP_GET, OP_EXISTS) of each */
 	size_t nlat;
 	/* Per direction, so that a mixed run can report set and get apart. */
 	uint64_t busy_ns[OP_MIXED]; /* inside store calls */
@@ -169,7 +169,7 @@ struct bench {
 	struct hc_pool *pool;
 	struct hc_store *store;
 	struct worker *workers;
-	bool show_progress; /* stderr is a terminal */
+	bool show_progress;        /* stderr is a terminal */
 	struct progress *progress; /* the running phase's, or NULL */
 };
 
@@ -234,8 +234,7 @@ int bench_run_phase(struct bench *b, enum phase_kind kind, enum bench_op op, con
 /* ---- progress.c: the progress line ---- */
 
 /* Starts the line's thread; on any failure the phase runs without it. */
-void bench_progress_start(struct bench *b, struct progress *p, const char *label,
-			  uint64_t total);
+void bench_progress_start(struct bench *b, struct progress *p, const char *label, uint64_t total);
 /* Stops the thread and erases the line, so the summary starts clean. */
 void bench_progress_stop(struct bench *b);
 

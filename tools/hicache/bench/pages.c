@@ -23,7 +23,10 @@ static uint64_t splitmix64(uint64_t x)
 int bench_page_key(uint64_t seed, uint64_t page, struct hc_key *out)
 {
 	const uint32_t tokens[BENCH_KEY_TOKENS] = {
-		(uint32_t)seed, (uint32_t)(seed >> 32), (uint32_t)page, (uint32_t)(page >> 32),
+		(uint32_t)seed,
+		(uint32_t)(seed >> 32),
+		(uint32_t)page,
+		(uint32_t)(page >> 32),
 	};
 	int64_t n = hc_key_chain(NULL, tokens, BENCH_KEY_TOKENS, BENCH_KEY_TOKENS, out, 1);
 	return n == 1 ? 0 : n < 0 ? (int)n : -EIO;

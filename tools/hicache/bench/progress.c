@@ -52,8 +52,7 @@ static void *progress_main(void *arg)
 }
 
 /* Starts the line's thread; on any failure the phase runs without it. */
-void bench_progress_start(struct bench *b, struct progress *p, const char *label,
-			   uint64_t total)
+void bench_progress_start(struct bench *b, struct progress *p, const char *label, uint64_t total)
 {
 	pthread_condattr_t attr;
 

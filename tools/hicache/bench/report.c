@@ -133,7 +133,9 @@ static const char *cache_note(const char *cache)
 
 /* --huge-pages values, for --json. */
 static const char *const huge_names[] = {
-	[HC_HUGE_OFF] = "off", [HC_HUGE_PREFER] = "prefer", [HC_HUGE_REQUIRED] = "required",
+	[HC_HUGE_OFF] = "off",
+	[HC_HUGE_PREFER] = "prefer",
+	[HC_HUGE_REQUIRED] = "required",
 	[HC_HUGE_THP] = "thp",
 };
 
@@ -147,7 +149,7 @@ static void print_part_human(const char *name, const struct part *p)
 }
 
 void bench_print_human(const struct bench_args *a, const struct env_info *e,
-			const struct summary *s)
+		       const struct summary *s)
 {
 	const struct part *p = &s->all;
 	const struct tally *t = &p->t;
@@ -175,7 +177,8 @@ void bench_print_human(const struct bench_args *a, const struct env_info *e,
 	if (a->op == OP_SET || a->op == OP_MIXED)
 		printf("  existing   %llu%s\n", (unsigned long long)s->existing,
 		       s->existing ? " (already stored: nothing written, so the set was fast; use "
-				     "a fresh --dir or --seed)" : "");
+				     "a fresh --dir or --seed)"
+				   : "");
 	if (a->op == OP_GET || a->op == OP_MIXED) {
 		printf("  read       %llu hits, %llu misses, %llu corrupt, %llu errors\n",
 		       (unsigned long long)t->hits, (unsigned long long)t->misses,
@@ -192,7 +195,8 @@ void bench_print_human(const struct bench_args *a, const struct env_info *e,
 	if (a->op == OP_GET || a->op == OP_MIXED) {
 		printf("  cache      %s\n", cache_note(s->cache));
 		printf("  pool       %s\n", s->warmed ? "warmed up (each thread's first get page "
-				"read into all its slots, untimed)" : "not warmed up");
+							"read into all its slots, untimed)"
+						      : "not warmed up");
 	}
 	if (a->op == OP_EXISTS)
 		printf("  exists     %llu hits, %llu misses\n", (unsigned long long)t->hits,
@@ -209,8 +213,7 @@ static void print_part_json(const char *name, const struct part *p)
 	       (unsigned long long)p->failed);
 }
 
-void bench_print_json(const struct bench_args *a, const struct env_info *e,
-		       const struct summary *s)
+void bench_print_json(const struct bench_args *a, const struct env_info *e, const struct summary *s)
 {
 	const struct part *p = &s->all;
 

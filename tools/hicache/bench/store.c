@@ -135,8 +135,7 @@ static int bench_run(struct bench *b)
 		bench_print_human(a, &e, &s);
 	if (s.all.t.first_err)
 		fprintf(stderr, "hicache: bench: page %llu: %s (first page error)\n",
-			(unsigned long long)s.all.t.first_err_page,
-			hc_strerror(s.all.t.first_err));
+			(unsigned long long)s.all.t.first_err_page, hc_strerror(s.all.t.first_err));
 	if (fflush(stdout)) {
 		cli_report("bench: writing stdout", -EIO);
 		return 1;

@@ -177,10 +177,10 @@ static int lane_start(struct worker *w, size_t l, enum bench_op op, uint64_t fir
 	size_t base = (size_t)(first - w->first);
 
 	*ln = (struct lane){.dir = op, .first = first, .n = n, .t_start = bench_now_ns()};
-	int rc = op == OP_SET ? hc_store_set_start(w->b->store, &w->keys[base], n,
-						   &w->slots[base], &w->results[base], &ln->op)
-			      : hc_store_get_start(w->b->store, &w->keys[base], n,
-						   &w->slots[base], &w->results[base], &ln->op);
+	int rc = op == OP_SET ? hc_store_set_start(w->b->store, &w->keys[base], n, &w->slots[base],
+						   &w->results[base], &ln->op)
+			      : hc_store_get_start(w->b->store, &w->keys[base], n, &w->slots[base],
+						   &w->results[base], &ln->op);
 	if (rc)
 		worker_fail(w, op == OP_SET ? "hc_store_set_start" : "hc_store_get_start", rc);
 	return rc;
@@ -275,8 +275,7 @@ static void worker_pipeline(struct worker *w, enum bench_op op)
 	const struct bench_args *a = w->b->a;
 	size_t total = (size_t)(w->end - w->first), lanes = (size_t)a->pipeline, k = 0;
 
-	if (batch_keys(w, 0, w->first, total) ||
-	    (op == OP_SET && set_fill(w, 0, w->first, total)))
+	if (batch_keys(w, 0, w->first, total) || (op == OP_SET && set_fill(w, 0, w->first, total)))
 		return;
 	uint64_t t0 = bench_now_ns();
 	for (size_t off = 0; off < total && !w->rc; off += (size_t)a->batch, k++) {
@@ -389,7 +388,7 @@ static uint64_t phase_pages(const struct bench *b, enum phase_kind kind)
 		for (uint64_t first = w->first; first < w->end; first += b->a->batch, j++)
 			if (batch_op(&ph, j) != OP_COUNT)
 				total += w->end - first < b->a->batch ? w->end - first
-								       : b->a->batch;
+								      : b->a->batch;
 	}
 	return total;
 }

@@ -131,8 +131,9 @@ static int parse_l3(const char *arg, void *dst)
 		const char *slash = strchr(arg + 5, '/');
 		size_t len = slash ? (size_t)(slash - arg - 5) : strlen(arg + 5);
 		if (len >= sizeof(bucket))
-			return cli_opts_bad_value("replay", "l3", arg,
-						  "an s3:// URL with a bucket name under 256 bytes");
+			return cli_opts_bad_value(
+				"replay", "l3", arg,
+				"an s3:// URL with a bucket name under 256 bytes");
 		memcpy(bucket, arg + 5, len);
 		bucket[len] = 0;
 		a->l3 = L3_S3;
@@ -167,7 +168,8 @@ int replay_parse_args(int argc, char **argv, struct replay_args *a)
 			       "a number >= 1 or 'unlimited'"),
 		CLI_OPT_CUSTOM("l2-tokens", 0, &a->l2_tokens, parse_tier_tokens,
 			       "a number >= 1 or 'unlimited'"),
-		CLI_OPT_CUSTOM("l3", 0, a, parse_l3, "none, mem, file:DIR or s3[://BUCKET[/PREFIX]]"),
+		CLI_OPT_CUSTOM("l3", 0, a, parse_l3,
+			       "none, mem, file:DIR or s3[://BUCKET[/PREFIX]]"),
 		CLI_OPT_CUSTOM("kv-bytes-per-token", 0, &a->kv_bytes, parse_kv_bytes,
 			       "an even number in 2..16777216"),
 		CLI_OPT_DOUBLE("prefill-tokens-per-s", 0, &a->prefill_tps, 0, 1e12, "a number > 0"),
@@ -175,8 +177,10 @@ int replay_parse_args(int argc, char **argv, struct replay_args *a)
 		CLI_OPT_FLAG("multiturn", 0, &a->multiturn),
 		CLI_OPT_U64("clients", 0, &a->clients, 1, 1u << 24, "a number in range"),
 		CLI_OPT_U64("rounds", 0, &a->rounds, 1, 1u << 24, "a number in range"),
-		CLI_OPT_U64("request-tokens", 0, &a->request_tokens, 1, 1u << 24, "a number in range"),
-		CLI_OPT_U64("output-tokens", 0, &a->output_tokens, 0, 1u << 24, "a number in range"),
+		CLI_OPT_U64("request-tokens", 0, &a->request_tokens, 1, 1u << 24,
+			    "a number in range"),
+		CLI_OPT_U64("output-tokens", 0, &a->output_tokens, 0, 1u << 24,
+			    "a number in range"),
 		CLI_OPT_U64("mamba-bytes", 0, &a->mamba_bytes, 0, 1u << 30,
 			    "a number in 0..1073741824"),
 		CLI_OPT_U64("mamba-host-states", 0, &a->mamba_host_states, 1, 1u << 30,

@@ -81,9 +81,9 @@ struct replay_args {
 	uint32_t page_tokens;
 	uint64_t l1_tokens, l2_tokens; /* UINT64_MAX: unlimited */
 	enum l3_kind l3;
-	const char *l3_dir; /* L3_FILE; NULL: a temporary dir */
+	const char *l3_dir;                /* L3_FILE; NULL: a temporary dir */
 	const char *s3_bucket, *s3_prefix; /* L3_S3 s3://BUCKET/PREFIX; NULL: config */
-	uint64_t kv_bytes;  /* per token, all layers */
+	uint64_t kv_bytes;                 /* per token, all layers */
 	double prefill_tps;
 	uint64_t clients, rounds, request_tokens, output_tokens;
 	uint64_t mamba_bytes;       /* hybrid: state bytes per request; 0: not hybrid */
@@ -177,10 +177,10 @@ struct flight {
 	size_t idx;
 	struct hc_cache_req *req; /* NULL in the no-cache baseline */
 	uint32_t *tok;
-	uint64_t full;      /* pages to insert at the end; 0: none */
-	uint64_t dev_pages; /* baseline: device pages it holds while in flight */
-	uint64_t put_from;  /* fleet L3: pages [put_from, full) are its L3 writes */
-	uint64_t *keys;     /* fleet L3: the request's page keys (NULL: none kept) */
+	uint64_t full;              /* pages to insert at the end; 0: none */
+	uint64_t dev_pages;         /* baseline: device pages it holds while in flight */
+	uint64_t put_from;          /* fleet L3: pages [put_from, full) are its L3 writes */
+	uint64_t *keys;             /* fleet L3: the request's page keys (NULL: none kept) */
 	uint64_t l3_from, l3_pages; /* pages [l3_from, +l3_pages) came from L3 */
 	double done_at;
 };
@@ -210,8 +210,8 @@ struct inst {
 	double queued_work;            /* ttft router: estimated service of q */
 	uint64_t dev_budget, dev_used; /* baseline: device pages */
 	uint64_t routed_tokens;
-	uint64_t host_pages;   /* its host tier (caps an emulated L3 prefetch) */
-	struct lruset *view;   /* prefix/ttft routers: what it was sent (NULL: none) */
+	uint64_t host_pages; /* its host tier (caps an emulated L3 prefetch) */
+	struct lruset *view; /* prefix/ttft routers: what it was sent (NULL: none) */
 	struct inst_result *res;
 };
 
@@ -243,9 +243,9 @@ struct sim {
 	 * share a file dir and this only records who wrote each page. */
 	struct lruset *l3;
 	bool l3_emulated;
-	uint64_t *rkeys;  /* page keys of the request being routed */
-	uint32_t *rtok;   /* its tokens */
-	double *est;      /* ttft router: estimated service of each request */
+	uint64_t *rkeys; /* page keys of the request being routed */
+	uint32_t *rtok;  /* its tokens */
+	double *est;     /* ttft router: estimated service of each request */
 	double now;
 	/* --processes: the instances' caches live in child processes; the
 	 * sim here routes and keeps time, sim_start/sim_finish ask them. */

@@ -251,8 +251,7 @@ void sim_free(struct sim *s)
  * The caller sets each instance's cache, budget, view, result and the
  * fleet L3 set and views (sim_fleet_sets()). */
 int sim_init(struct sim *s, const struct replay_args *a, const struct workload *w,
-	     struct replay_buf *b, double *ttft, struct result *res, bool with_tokens,
-	     size_t ninst)
+	     struct replay_buf *b, double *ttft, struct result *res, bool with_tokens, size_t ninst)
 {
 	uint32_t ps = a->page_tokens;
 	memset(s, 0, sizeof(*s));
@@ -313,8 +312,8 @@ int sim_fleet_sets(struct sim *s, bool l3, uint64_t cap, bool emulated, bool vie
 		s->l3_emulated = emulated;
 		for (size_t k = 0; ok && k < s->ninst; k++)
 			for (size_t j = 0; ok && j < s->nfl; j++)
-				ok = (s->in[k].fl[j].keys =
-					      malloc(s->maxpages * sizeof(uint64_t))) != NULL;
+				ok = (s->in[k].fl[j].keys = malloc(s->maxpages *
+								   sizeof(uint64_t))) != NULL;
 	}
 	for (size_t k = 0; ok && views && k < s->ninst; k++)
 		ok = lru_create(view_cap, &s->in[k].view) == 0;
