@@ -9,12 +9,13 @@
 #   make demo       replay the Mooncake synthetic trace through L1, L2 and a file L3
 #   make s3-bench   hicache's S3 backend vs curl --parallel against a local gateway
 #   make fuzz       every libFuzzer target for FUZZ_SECONDS (default 60) each
+#   make format-check  every C file formatted as .clang-format says
 
 PREFIX ?= /usr/local
 JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 
-.PHONY: all release test tsan install bench clean deps demo s3-bench ci-release fuzz
+.PHONY: all release test tsan install bench clean deps demo s3-bench ci-release fuzz format-check
 
 all: release
 
@@ -46,6 +47,12 @@ ci-release:
 	$(CMAKE) -S . -B build-rel-tests -DCMAKE_BUILD_TYPE=Release -DHC_BUILD_BENCH=OFF
 	$(CMAKE) --build build-rel-tests -j $(JOBS)
 	cd build-rel-tests && ctest --output-on-failure -j $(JOBS) -R '^(util|key|mem|pool|cache|io)\.'
+
+# Every C file as the tree's .clang-format has it (scripts/check-format.sh
+# lists those that are not, with the lines that would change).
+format-check:
+	HC_FORMAT=1 bash scripts/deps.sh
+	bash scripts/check-format.sh
 
 # libFuzzer targets (tests/fuzz/*_fuzz.c) built with clang under ASan+UBSan,
 # each run for FUZZ_SECONDS from its seed corpus; any crash fails.

@@ -10,6 +10,10 @@ PACKAGES=(gcc make cmake pkg-config python3 liburing-dev libssl-dev libcurl4-ope
 if [ -n "${HC_FUZZ:-}" ]; then
 	PACKAGES+=(clang libclang-rt-14-dev)
 fi
+# The style check (make format-check): clang-format 14, Debian 12's.
+if [ -n "${HC_FORMAT:-}" ]; then
+	PACKAGES+=(clang-format-14)
+fi
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
