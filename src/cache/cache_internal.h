@@ -54,7 +54,7 @@ struct hc_cache_req {
 	struct radix_node *pin_node;  /* host pin, NULL for none */
 	size_t dev_pages, host_end;   /* device prefix; end of the host prefix */
 	struct hc_cache_req_info info;
-	struct timespec start;
+	uint64_t start_ns; /* util_mono_ns() at match */
 	/* prefetch */
 	enum pf_state pf;
 	bool revoked;

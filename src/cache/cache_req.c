@@ -85,7 +85,7 @@ int hc_cache_match(struct hc_cache *c, const uint32_t *tokens, size_t ntokens,
 	r->ntokens = ntokens;
 	r->npages = ntokens / c->ps;
 	r->refs = 1;
-	clock_gettime(CLOCK_MONOTONIC, &r->start);
+	r->start_ns = util_mono_ns();
 
 	struct radix_match m;
 	pthread_mutex_lock(&c->lock);
@@ -184,27 +184,10 @@ int64_t hc_cache_prefetch_wait(struct hc_cache_req *r, enum hc_cache_stop_policy
 			pthread_cond_wait(&c->cond, &c->lock);
 	} else if (policy == HC_STOP_TIMEOUT) {
 		double secs = ctl_timeout_s(&c->o, (r->npages - r->pf_first) * c->ps);
-		struct timespec dl = r->start;
-		dl.tv_sec += (time_t)secs;
-		dl.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
-		while (r->pf == PF_QUERY || r->pf == PF_IO) {
-			struct timespec now;
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			if (now.tv_sec > dl.tv_sec ||
-			    (now.tv_sec == dl.tv_sec && now.tv_nsec >= dl.tv_nsec))
-				break;
+		uint64_t deadline = util_deadline_ns(r->start_ns, secs);
+		while ((r->pf == PF_QUERY || r->pf == PF_IO) && util_mono_ns() < deadline) {
 			/* The condition uses CLOCK_REALTIME: sleep in short slices. */
-			struct timespec rt;
-			clock_gettime(CLOCK_REALTIME, &rt);
-			rt.tv_nsec += 10000000L;
-			if (rt.tv_nsec >= 1000000000L) {
-				rt.tv_sec++;
-				rt.tv_nsec -= 1000000000L;
-			}
+			struct timespec rt = util_clock_after(CLOCK_REALTIME, 10000000ull);
 			pthread_cond_timedwait(&c->cond, &c->lock, &rt);
 		}
 	}

@@ -17,9 +17,7 @@ void store_log_bad(struct store_bad_log *l, const char *what, const char *kind, 
 	atomic_fetch_add_explicit(&l->unreported, n, memory_order_relaxed);
 	if (!util_log_enabled(HC_LOG_WARN))
 		return;
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, lines;
+	uint64_t now = util_mono_ns(), lines;
 	if (!hc_log_limit_pass(&l->limit, now, &lines))
 		return;
 	uint64_t total = atomic_exchange_explicit(&l->unreported, 0, memory_order_relaxed);
@@ -38,9 +36,7 @@ void stat_add(struct store_ctx *c, struct hc_store *st, size_t field, uint64_t v
 
 uint64_t now_us(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	return util_mono_ns() / 1000u;
 }
 
 static unsigned lat_bucket(uint64_t us)

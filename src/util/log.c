@@ -158,13 +158,6 @@ int util_fail_ctx(unsigned mark, int rc, const char *fmt, ...)
 	return rc;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 bool hc_log_limit_pass(struct hc_log_limit *l, uint64_t now, uint64_t *suppressed)
 {
 	uint64_t next = atomic_load_explicit(&l->next_ns, memory_order_relaxed);
@@ -184,7 +177,7 @@ static void vlog_limited(struct hc_log_limit *l, enum hc_log_level level, const 
 			 va_list ap)
 {
 	uint64_t dropped;
-	if (!hc_log_limit_pass(l, now_ns(), &dropped))
+	if (!hc_log_limit_pass(l, util_mono_ns(), &dropped))
 		return;
 	char line[LOG_LINE_MAX];
 	int n = vsnprintf(line, sizeof(line), fmt, ap);

@@ -5,6 +5,7 @@
 #include <hicache/common.h>
 #include <hicache/log.h>
 
+#include "util/clock.h"
 #include "util/fault.h"
 
 #include <stdarg.h>

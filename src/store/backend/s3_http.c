@@ -33,9 +33,7 @@ CURLcode s3_curl_start(void)
 
 int64_t s3_now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(util_mono_ns() / 1000000u);
 }
 
 /* Jitter only needs to differ between threads and calls. */
