@@ -189,7 +189,7 @@ int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
 	      o->prefetch_timeout_max_s >= 0 && o->prefetch_timeout_max_s <= 86400))
 		return util_fail(-EINVAL, "cache: prefetch_timeout_* must be in 0..86400 seconds");
 
-	struct hc_cache *c = calloc(1, sizeof(*c));
+	struct hc_cache *c = hc_fault_calloc(1, sizeof(*c));
 	if (!c)
 		return util_fail(-ENOMEM, "cache: out of memory");
 	pthread_mutex_init(&c->lock, NULL);
@@ -207,8 +207,8 @@ int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
 					  .write_back = ctl_write_back};
 	int rc;
 	unsigned mark = util_fail_mark();
-	c->host_busy = calloc(host_pages, sizeof(*c->host_busy));
-	c->host_deferred = calloc(host_pages, sizeof(*c->host_deferred));
+	c->host_busy = hc_fault_calloc(host_pages, sizeof(*c->host_busy));
+	c->host_deferred = hc_fault_calloc(host_pages, sizeof(*c->host_deferred));
 	if (!c->host_busy || !c->host_deferred) {
 		rc = util_fail(-ENOMEM, "cache: out of memory");
 		goto err;

@@ -60,10 +60,10 @@ static void ctl_queue_l3(struct hc_cache *c, const struct hc_key *keys, const ui
 {
 	if (!c->l3 || n == 0)
 		return;
-	struct ctl_job *j = calloc(1, sizeof(*j));
+	struct ctl_job *j = hc_fault_calloc(1, sizeof(*j));
 	if (j) {
-		j->keys = malloc(n * sizeof(*keys));
-		j->host = malloc(n * sizeof(*host));
+		j->keys = hc_fault_malloc(n * sizeof(*keys));
+		j->host = hc_fault_malloc(n * sizeof(*host));
 	}
 	if (!j || !j->keys || !j->host) {
 		ctl_job_free(j);
@@ -84,10 +84,10 @@ void ctl_queue_l3_mamba(struct hc_cache *c, const struct hc_key *key, uint64_t s
 {
 	if (!c->l3)
 		return;
-	struct ctl_job *j = calloc(1, sizeof(*j));
+	struct ctl_job *j = hc_fault_calloc(1, sizeof(*j));
 	if (j) {
-		j->keys = malloc(sizeof(*key));
-		j->host = malloc(sizeof(slot));
+		j->keys = hc_fault_malloc(sizeof(*key));
+		j->host = hc_fault_malloc(sizeof(slot));
 	}
 	if (!j || !j->keys || !j->host) {
 		ctl_job_free(j);
@@ -165,15 +165,15 @@ void ctl_queue_backup(struct hc_cache *c, struct radix_node *node, size_t npages
 		return;
 	if (c->npend == c->cap_pend) {
 		size_t cap = c->cap_pend ? 2 * c->cap_pend : 16;
-		struct radix_node **p = realloc(c->pend, cap * sizeof(*p));
+		struct radix_node **p = hc_fault_realloc(c->pend, cap * sizeof(*p));
 		if (!p)
 			return;
 		c->pend = p;
 		c->cap_pend = cap;
 	}
-	struct ctl_job *j = calloc(1, sizeof(*j));
+	struct ctl_job *j = hc_fault_calloc(1, sizeof(*j));
 	if (j)
-		j->dev = malloc(npages * sizeof(*j->dev));
+		j->dev = hc_fault_malloc(npages * sizeof(*j->dev));
 	if (!j || !j->dev ||
 	    radix_path_slots(node, ni.end - npages, RADIX_DEV, j->dev) != (int64_t)npages) {
 		ctl_job_free(j);
@@ -354,7 +354,7 @@ static void ctl_run_d2h(struct hc_cache *c, struct ctl_job *j, bool held)
 		radix_node_info(j->node, &ni);
 		if (c->l3 && got >= 0 &&
 		    radix_path_slots(j->node, ni.end - j->n, RADIX_HOST, host) == (int64_t)j->n) {
-			struct hc_key *keys = malloc(j->n * sizeof(*keys));
+			struct hc_key *keys = hc_fault_malloc(j->n * sizeof(*keys));
 			if (keys) {
 				ctl_range_keys(j->node, j->n, keys);
 				ctl_queue_l3(c, keys, host, j->n);
@@ -381,10 +381,11 @@ static size_t ctl_merge_l3(struct ctl_queue *q, struct ctl_job *j)
 	size_t jobs = 1;
 	while (!j->mamba && q->head && !q->head->mamba && j->n + q->head->n <= CTL_BATCH) {
 		struct ctl_job *x = q->head;
-		struct hc_key *keys = realloc(j->keys, (j->n + x->n) * sizeof(*keys));
+		struct hc_key *keys = hc_fault_realloc(j->keys, (j->n + x->n) * sizeof(*keys));
 		if (keys)
 			j->keys = keys;
-		uint64_t *host = keys ? realloc(j->host, (j->n + x->n) * sizeof(*host)) : NULL;
+		uint64_t *host = keys ? hc_fault_realloc(j->host, (j->n + x->n) * sizeof(*host))
+				      : NULL;
 		if (!host)
 			break;
 		j->host = host;

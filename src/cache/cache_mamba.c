@@ -101,8 +101,8 @@ int ctl_open_mamba(struct hc_cache *c, uint64_t dev_pages, uint64_t host_pages)
 	c->hybrid = true;
 	c->mbytes = o->mamba_bytes;
 	c->mhost_n = nh;
-	c->mhost_busy = calloc(nh, sizeof(*c->mhost_busy));
-	c->mhost_deferred = calloc(nh, sizeof(*c->mhost_deferred));
+	c->mhost_busy = hc_fault_calloc(nh, sizeof(*c->mhost_busy));
+	c->mhost_deferred = hc_fault_calloc(nh, sizeof(*c->mhost_deferred));
 	if (!c->mhost_busy || !c->mhost_deferred)
 		return util_fail(-ENOMEM, "cache: out of memory");
 	if ((rc = hc_slots_create(nd, &c->mdev_slots)))
@@ -115,7 +115,7 @@ int ctl_open_mamba(struct hc_cache *c, uint64_t dev_pages, uint64_t host_pages)
 			return util_fail(rc, "cache: no memory for the Mamba key set");
 		return 0;
 	}
-	if (nd > SIZE_MAX / c->mbytes || !(c->mdev_mem = malloc(nd * c->mbytes)))
+	if (nd > SIZE_MAX / c->mbytes || !(c->mdev_mem = hc_fault_malloc(nd * c->mbytes)))
 		return util_fail(-ENOMEM, "cache: %llu device Mamba states: out of memory",
 				 (unsigned long long)nd);
 	struct hc_mamba_geometry g = {.slots = nh, .layers = 1, .temporal_bytes = c->mbytes};
@@ -170,7 +170,7 @@ int hc_cache_mamba_write(struct hc_cache_req *r, const void *state, size_t len)
 	if (!c->o.no_data && (!state || len != c->mbytes))
 		return util_fail(-EINVAL, "hc_cache_mamba_write: %zu bytes, want %zu", len,
 				 c->mbytes);
-	if (!r->mstate && !(r->mstate = malloc(c->mbytes)))
+	if (!r->mstate && !(r->mstate = hc_fault_malloc(c->mbytes)))
 		return util_fail(-ENOMEM, "cache: out of memory");
 	if (state && len == c->mbytes)
 		memcpy(r->mstate, state, c->mbytes);

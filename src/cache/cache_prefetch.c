@@ -51,7 +51,7 @@ void ctl_pf_query(struct hc_cache *c, struct hc_cache_req *r)
 
 	size_t tail = r->npages - r->pf_first;
 	int64_t hits = 0;
-	r->pf_keys = revoked ? NULL : malloc(tail * sizeof(*r->pf_keys));
+	r->pf_keys = revoked ? NULL : hc_fault_malloc(tail * sizeof(*r->pf_keys));
 	if (r->pf_keys &&
 	    hc_key_chain(r->has_prior ? &r->prior : NULL, r->tokens + r->pf_first * c->ps,
 			 tail * c->ps, c->ps, r->pf_keys, tail) == (int64_t)tail) {
@@ -84,7 +84,7 @@ void ctl_pf_query(struct hc_cache *c, struct hc_cache_req *r)
 			h = 0;
 	}
 	if (h) {
-		r->pf_slots = malloc(h * sizeof(*r->pf_slots));
+		r->pf_slots = hc_fault_malloc(h * sizeof(*r->pf_slots));
 		if (!r->pf_slots || hc_slots_alloc(c->host_slots, h, r->pf_slots))
 			h = 0;
 		if (h && c->hybrid) {
@@ -141,7 +141,7 @@ void *ctl_query_thread(void *arg)
 static bool ctl_pf_insert(struct hc_cache *c, struct hc_cache_req *r, size_t off, size_t g)
 {
 	size_t end = r->pf_first + off + g;
-	uint64_t *arr = malloc(end * sizeof(*arr));
+	uint64_t *arr = hc_fault_malloc(end * sizeof(*arr));
 	struct radix_insert res;
 	if (!arr) {
 		ctl_host_free(c, g, r->pf_slots + off);

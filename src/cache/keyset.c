@@ -38,7 +38,7 @@ static bool key_eq(const void *a, const void *b)
 
 int ctl_keyset_create(struct ctl_keyset **out)
 {
-	struct ctl_keyset *s = calloc(1, sizeof(*s));
+	struct ctl_keyset *s = hc_fault_calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	if (hashset_init(&s->keys, sizeof(struct hc_key), 1024, key_hash, key_eq)) {

@@ -91,7 +91,11 @@ static int64_t request(struct ct *t, const uint32_t *tok, bool hybrid, enum hc_f
 		return lw;
 	}
 	int64_t have = hc_cache_req_dev_slots(r, slots, CT_MAX_PAGES);
-	assert_true(have >= 0);
+	CLEAN(have, "dev_slots");
+	if (have < 0) {
+		hc_cache_abort(r);
+		return have;
+	}
 	for (int64_t i = 0; i < have; i++) {
 		ct_page_bytes(tok, (size_t)i, want, t->page_bytes);
 		assert_int_equal(hc_cache_dev_read(t->c, slots[i], got, t->page_bytes), 0);
