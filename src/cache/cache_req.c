@@ -71,10 +71,10 @@ int hc_cache_match(struct hc_cache *c, const uint32_t *tokens, size_t ntokens,
 	if (!c || !out || (!tokens && ntokens))
 		return util_fail(-EINVAL, "hc_cache_match: NULL argument");
 	*out = NULL;
-	struct hc_cache_req *r = calloc(1, sizeof(*r));
+	struct hc_cache_req *r = hc_fault_calloc(1, sizeof(*r));
 	if (!r)
 		return util_fail(-ENOMEM, "cache: out of memory");
-	r->tokens = malloc((ntokens ? ntokens : 1) * sizeof(*tokens));
+	r->tokens = hc_fault_malloc((ntokens ? ntokens : 1) * sizeof(*tokens));
 	if (!r->tokens) {
 		free(r);
 		return util_fail(-ENOMEM, "cache: out of memory");
@@ -214,8 +214,8 @@ int64_t hc_cache_load(struct hc_cache_req *r)
 		pthread_mutex_unlock(&c->lock);
 		return 0;
 	}
-	uint64_t *host = malloc(n * sizeof(*host));
-	uint64_t *dev = malloc(n * sizeof(*dev));
+	uint64_t *host = hc_fault_malloc(n * sizeof(*host));
+	uint64_t *dev = hc_fault_malloc(n * sizeof(*dev));
 	int rc = host && dev ? 0 : -ENOMEM;
 	if (!rc && radix_path_slots(r->pin_node, r->dev_pages, RADIX_HOST, host) != (int64_t)n) {
 		/* Someone put part of the range on device meanwhile: match again
@@ -272,9 +272,11 @@ static int ctl_load_finish(struct hc_cache_req *r, bool keep)
 	if (!r->load)
 		return 0;
 	int rc = dev_copy_wait(r->load, UINT32_MAX);
-	bool *taken = calloc(r->load_pages, sizeof(*taken));
+	bool *taken = hc_fault_calloc(r->load_pages, sizeof(*taken));
 	pthread_mutex_lock(&c->lock);
-	int64_t got = -1;
+	/* Without the taken array nothing can be kept: the load fails as
+	 * out of memory, not as whatever -1 reads as. */
+	int64_t got = taken ? -1 : -ENOMEM;
 	if (keep && !rc && taken)
 		got = radix_set_slots(c->tree, r->load_node, r->load_pages, RADIX_DEV, r->load_dev,
 				      taken);
@@ -315,7 +317,7 @@ int64_t hc_cache_req_dev_slots(struct hc_cache_req *r, uint64_t *slots, size_t m
 	int64_t n = (int64_t)r->dev_pages;
 	if (n == 0)
 		return 0;
-	uint64_t *tmp = malloc((size_t)n * sizeof(*tmp));
+	uint64_t *tmp = hc_fault_malloc((size_t)n * sizeof(*tmp));
 	if (!tmp)
 		return util_fail(-ENOMEM, "cache: out of memory");
 	pthread_mutex_lock(&c->lock);
@@ -340,7 +342,7 @@ int64_t hc_cache_alloc(struct hc_cache_req *r, size_t ntokens, uint64_t *slots, 
 		return util_fail_ctx(mark, rc, "hc_cache_alloc: load failed: %s", hc_strerror(rc));
 	size_t pages = ntokens / c->ps;
 	size_t n = pages > r->dev_pages ? pages - r->dev_pages : 0;
-	uint64_t *s = malloc((n ? n : 1) * sizeof(*s));
+	uint64_t *s = hc_fault_malloc((n ? n : 1) * sizeof(*s));
 	if (!s)
 		return util_fail(-ENOMEM, "cache: out of memory");
 	mark = util_fail_mark();
@@ -373,7 +375,7 @@ int64_t hc_cache_insert(struct hc_cache_req *r, const uint32_t *tokens, size_t n
 		return util_fail(-EINVAL, "hc_cache_insert: %zu pages, not as allocated", pages);
 	if (r->dev_pages && memcmp(tokens, r->tokens, r->dev_pages * c->ps * sizeof(*tokens)) != 0)
 		return util_fail(-EINVAL, "hc_cache_insert: tokens do not extend the match");
-	uint64_t *arr = malloc((pages ? pages : 1) * sizeof(*arr));
+	uint64_t *arr = hc_fault_malloc((pages ? pages : 1) * sizeof(*arr));
 	if (!arr)
 		return util_fail(-ENOMEM, "cache: out of memory");
 	unsigned mark = util_fail_mark();

@@ -55,6 +55,7 @@
  */
 #define _GNU_SOURCE
 #include "cache/radix_internal.h"
+#include "util/fault.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -69,7 +70,7 @@ static struct radix_node *node_new(struct radix_tree *t, size_t np)
 
 	if (np > (SIZE_MAX - sizeof(*n)) / per)
 		return NULL;
-	n = malloc(sizeof(*n) + np * per);
+	n = hc_fault_malloc(sizeof(*n) + np * per);
 	if (!n)
 		return NULL;
 	memset(n, 0, sizeof(*n));
@@ -119,7 +120,7 @@ int radix_create(const struct radix_opts *o, struct radix_tree **out)
 	    o->write_policy != RADIX_WRITE_THROUGH_SELECTIVE && o->write_policy != RADIX_WRITE_BACK)
 		return util_fail(-EINVAL, "radix tree: unknown write policy %d",
 				 (int)o->write_policy);
-	t = calloc(1, sizeof(*t));
+	t = hc_fault_calloc(1, sizeof(*t));
 	if (!t)
 		return util_fail(-ENOMEM, "radix tree: no memory");
 	t->page_size = o->page_size;
