@@ -72,7 +72,8 @@ int store_plan(struct hc_pool_transfer *t, size_t nt, struct store_ctx *const *c
 		for (size_t j = 0; j < t[i].n; j++, k++) {
 			const struct hc_key *key = t[i].keys ? &t[i].keys[j] : NULL;
 			const char *name = key ? NULL : t[i].names[j];
-			if (name && store_name_is_key(name, &hk[h])) {
+			/* hk is NULL when no name is a key: no &hk[h] then (UB). */
+			if (name && hk && store_name_is_key(name, &hk[h])) {
 				key = &hk[h++];
 				name = NULL;
 			}
