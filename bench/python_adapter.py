@@ -9,8 +9,9 @@ going first):
   adapter  HiCacheHicache.batch_set_v1 / batch_get_v1 of the same pages, in
            K calls of 128 (--calls K, default 1: a cold 128 x 64 KiB get
            takes milliseconds, so more calls per run steady the ratio)
-  paired   the adapter's cold get against the bare hc_store_get through
-           ctypes in one process, call by call in turn (see paired())
+  paired   the adapter's set and get against the bare hc_store_set and
+           hc_store_get through ctypes in one process, call by call in turn
+           (see paired())
   loop     per page: get_data_page -> tofile(<path>.tmp.<pid>.<tid>.<uuid>) ->
            os.replace; read back with open(buffering=0).readinto into a flat
            page, then copied into the pool (SGLang's HiCacheFile)
@@ -169,48 +170,66 @@ def adapter(hp, d, keys, page_bytes, batch):
     return n / ts, n / tg
 
 
-def paired(hp, d, keys, page_bytes, batch):
-    """The adapter's cold get against the bare C call in one process, call
-    by call: hc_store_get through ctypes with its key, page and result
-    arrays made before the clock. Both key halves hold the same pool pages;
-    per call of batch pages the two sides read their half's chunk in turn
-    (which goes first alternates), the page cache dropped before each. Runs
-    a few seconds apart see different disks; two calls a second apart see
-    nearly the same one, so what stays is the adapter's own cost."""
+def paired(hp, d, keys, page_bytes, batch, flip):
+    """The adapter against the bare C calls in one process, call by call:
+    hc_store_set and hc_store_get through ctypes with their key, page and
+    result arrays made before the clock. The keys come in two halves over
+    the same pool pages; per call of batch pages the adapter takes the first
+    half's chunk and the bare call the second's, in turn (which goes first
+    alternates by call, and by run through flip). Sets write fresh objects;
+    gets read each object once, with O_DIRECT, both halves' metadata
+    equally warm. No cache drop between the calls: a drop (with its sync) right before a call of a few milliseconds
+    was most of what that call measured. Two calls milliseconds apart see
+    nearly the same disk, so what is left is the adapter's own cost.
+    Returns (bare/adapter time of the sets, of the gets)."""
     half = len(keys) // 2
     idx = torch.arange(hp.size, dtype=torch.int64)
     b = hs.HiCacheHicache(config(d), {})
     b.register_mem_pool_host(hp)
     want = hp.kv_buffer.clone()
-    if not all(calls(b.batch_set_v1, keys[:half], idx, batch) + calls(b.batch_set_v1, keys[half:], idx, batch)):
-        sys.exit("python_adapter: paired set failed")
-    calls(b.batch_get_v1, keys[:half], idx, batch)  # the pool warm-up, as above
-    spent = {"adapter": 0.0, "bare": 0.0}
-    for j, at in enumerate(range(0, half, batch)):
+    chunks = []
+    for at in range(0, half, batch):
         n = min(batch, half - at)
         ix = idx[at * PS:(at + n) * PS]
-        bare_keys = hicache._Keys(keys[half + at:half + at + n])
-        bare_pages = hicache._Pages(ix)
-        res = (ctypes.c_int * n)()
+        chunks.append((at, n, ix, hicache._Keys(keys[half + at:half + at + n]), hicache._Pages(ix),
+                       (ctypes.c_int * n)()))
 
-        def adapter_get():
-            return all(b.batch_get_v1(keys[at:at + n], ix))
+    def timed(op, at, n, ix, bare_keys, bare_pages, res):
+        def adapter_call():
+            fn = b.batch_set_v1 if op == "set" else b.batch_get_v1
+            return all(fn(keys[at:at + n], ix))
 
-        def bare_get():
-            hits = b.store._call(hicache._C.hc_store_get, bare_keys.keys, n, bare_pages.ptr, res)
-            return hits == n
+        def bare_call():
+            fn = hicache._C.hc_store_set if op == "set" else hicache._C.hc_store_get
+            rc = b.store._call(fn, bare_keys.keys, n, bare_pages.ptr, res)
+            return rc == (0 if op == "set" else n) and all(r == 0 for r in res)
 
-        for name, fn in (("adapter", adapter_get), ("bare", bare_get))[:: 1 if j % 2 == 0 else -1]:
-            hp.kv_buffer[:, at * PS:(at + n) * PS].zero_()
-            drop_caches()
+        spent = {}
+        for name, fn in (("adapter", adapter_call), ("bare", bare_call))[:: 1 if (at // batch + flip) % 2 == 0 else -1]:
+            if op == "get":
+                hp.kv_buffer[:, at * PS:(at + n) * PS].zero_()
             t0 = time.perf_counter()
             ok = fn()
-            spent[name] += time.perf_counter() - t0
+            spent[name] = time.perf_counter() - t0
             if not ok or not torch.equal(want[:, at * PS:(at + n) * PS].view(torch.uint8),
                                          hp.kv_buffer[:, at * PS:(at + n) * PS].view(torch.uint8)):
-                sys.exit("python_adapter: paired %s get failed" % name)
+                sys.exit("python_adapter: paired %s %s failed" % (name, op))
+        return spent
+
+    ratio = []
+    for op in ("set", "get"):
+        if op == "get":
+            # The pool warm-up, as above, from a third copy of the pages.
+            warm = hicache.key_chain(list(range(len(keys) * PS)), PS, seed=("paired-warm", None))[:half]
+            if not all(calls(b.batch_set_v1, warm, idx, batch)) or not all(calls(b.batch_get_v1, warm, idx, batch)):
+                sys.exit("python_adapter: paired warm-up failed")
+        tot = {"adapter": 0.0, "bare": 0.0}
+        for c in chunks:
+            for k, v in timed(op, *c).items():
+                tot[k] += v
+        ratio.append(tot["bare"] / tot["adapter"])
     b.close()
-    return spent["bare"] / spent["adapter"]
+    return ratio
 
 
 def loop(hp, d, keys, page_bytes):
@@ -270,8 +289,8 @@ def main():
                 keys = hicache.key_chain(list(range(seed * 4096, seed * 4096 + total * PS)), PS)
                 hp = HostPool(total, pb, a.huge == "thp")
                 hp.fill(seed)
-                row = res.setdefault(s, {k: [] for k in ("c_set", "c_get", "py_set", "py_get", "paired_get",
-                                                         "loop_set", "loop_get")})
+                row = res.setdefault(s, {k: [] for k in ("c_set", "c_get", "py_set", "py_get", "paired_set",
+                                                         "paired_get", "loop_set", "loop_get")})
                 cd = os.path.join(base, "c-%s-%d" % (s, r))
                 # Alternate which side goes first, so that a disk that slows
                 # (or speeds up) within a run favours neither side.
@@ -286,7 +305,9 @@ def main():
                 # A namespace of their own: no other side's keys.
                 pkeys = hicache.key_chain(list(range(seed * 4096, seed * 4096 + 2 * total * PS)), PS,
                                           seed=("paired", None))
-                row["paired_get"].append(paired(hp, os.path.join(base, "pair-%s-%d" % (s, r)), pkeys, pb, a.pages))
+                ps_, pg_ = paired(hp, os.path.join(base, "pair-%s-%d" % (s, r)), pkeys, pb, a.pages, r % 2)
+                row["paired_set"].append(ps_)
+                row["paired_get"].append(pg_)
                 st, gt = loop(hp, os.path.join(base, "loop-%s-%d" % (s, r)), keys, pb)
                 row["loop_set"].append(st)
                 row["loop_get"].append(gt)
@@ -302,7 +323,7 @@ def main():
         for s, row in res.items():
             for op in ("set", "get"):
                 c, p, lo = (row["%s_%s" % (k, op)] for k in ("c", "py", "loop"))
-                pair = "%.2f" % med(row["paired_get"]) if op == "get" else "-"
+                pair = "%.2f" % med(row["paired_%s" % op])
                 print("| %s | %s | %.2f | %.2f | %.2f | %s | %.2f | %.2f |" % (
                     s, op, med(c), med(p), med([x / y for x, y in zip(p, c)]), pair, med(lo),
                     med([x / y for x, y in zip(p, lo)])))
