@@ -122,6 +122,10 @@ int main(void)
 	F(hc_fsck_report, bytes);
 	F(hc_fsck_report, misplaced);
 	F(hc_fsck_report, gone);
+	S(hc_fsck_opts);
+	F(hc_fsck_opts, struct_size);
+	F(hc_fsck_opts, repair);
+	F(hc_fsck_opts, temp_age_s);
 	S(hc_ls_report);
 	F(hc_ls_report, pages);
 	F(hc_ls_report, objects);

@@ -28,6 +28,7 @@ MIRRORS = {
     "hc_store_stats": _lib.StoreStats,
     "hc_store_pool_info": _lib.PoolInfo,
     "hc_fsck_report": _lib.FsckReport,
+    "hc_fsck_opts": _lib.FsckOpts,
     "hc_ls_report": _lib.LsReport,
 }
 
