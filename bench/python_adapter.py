@@ -178,9 +178,10 @@ def paired(hp, d, keys, page_bytes, batch, flip):
     half's chunk and the bare call the second's, in turn (which goes first
     alternates by call, and by run through flip). Sets write fresh objects;
     gets read each object once, with O_DIRECT, both halves' metadata
-    equally warm. No cache drop between the calls: a drop (with its sync) right before a call of a few milliseconds
-    was most of what that call measured. Two calls milliseconds apart see
-    nearly the same disk, so what is left is the adapter's own cost.
+    equally warm. No cache drop between the calls: a drop (with its sync)
+    right before a call of a few milliseconds was most of what that call
+    measured. Two calls milliseconds apart see nearly the same disk, so
+    what is left is the adapter's own cost.
     Returns (bare/adapter time of the sets, of the gets)."""
     half = len(keys) // 2
     idx = torch.arange(hp.size, dtype=torch.int64)
@@ -220,7 +221,7 @@ def paired(hp, d, keys, page_bytes, batch, flip):
     for op in ("set", "get"):
         if op == "get":
             # The pool warm-up, as above, from a third copy of the pages.
-            warm = hicache.key_chain(list(range(len(keys) * PS)), PS, seed=("paired-warm", None))[:half]
+            warm = hicache.key_chain(list(range(half * PS)), PS, seed=("paired-warm", None))
             if not all(calls(b.batch_set_v1, warm, idx, batch)) or not all(calls(b.batch_get_v1, warm, idx, batch)):
                 sys.exit("python_adapter: paired warm-up failed")
         tot = {"adapter": 0.0, "bare": 0.0}

@@ -262,7 +262,6 @@ _PROTOS = {
     "hc_store_clear": (c_i64, [c_void_p]),
     "hc_store_stats": (c_int, [c_void_p, c_char_p, POINTER(StoreStats)]),
     "hc_store_latency_quantile": (ctypes.c_double, [POINTER(c_u64), ctypes.c_double]),
-    "hc_file_fsck": (c_int, [c_void_p, c_size_t, c_bool, POINTER(FsckReport)]),
     "hc_fsck_opts_init": (None, [POINTER(FsckOpts), c_size_t]),
     "hc_file_fsck_ex": (c_int, [c_void_p, c_size_t, POINTER(FsckOpts), POINTER(FsckReport)]),
     "hc_file_ls": (c_int, [c_void_p, c_size_t, POINTER(LsReport)]),

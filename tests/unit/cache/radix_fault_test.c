@@ -81,8 +81,10 @@ static void run_script(struct radix_tree *t, struct script *s, int round, uint64
 
 /* Evicts everything: every device slot the tree took comes back once; it
  * is one a successful insert gave, never one of a failed insert. */
-static void drain(struct radix_tree *t, struct rec *r, const struct script *s)
+static void drain(struct radix_tree *t, const struct script *s)
 {
+	struct rec rec, *r = &rec;
+	rec_init(r, t);
 	struct radix_evict_ops ops = rec_ops(r);
 	size_t have = stats_of(t).dev_pages;
 	int64_t got = radix_evict_device(t, 1u << 20, &ops);
@@ -106,7 +108,6 @@ static void drain(struct radix_tree *t, struct rec *r, const struct script *s)
 static uint64_t one_round(uint64_t nth)
 {
 	struct script s;
-	struct rec r;
 	script_init(&s);
 	hc_fault_arm(HC_FAULT_ALLOC, nth);
 	struct radix_opts o = {.page_size = PS, .write_policy = RADIX_WRITE_THROUGH};
@@ -127,8 +128,7 @@ static uint64_t one_round(uint64_t nth)
 	run_script(t, &s, 1, 0);
 	for (int i = 0; i < NSEQ; i++)
 		assert_int_equal(match_of(t, s.seq[i], PAGES * PS).dev_pages, PAGES);
-	rec_init(&r, t);
-	drain(t, &r, &s);
+	drain(t, &s);
 	radix_destroy(t);
 	script_free(&s);
 	return seen;
