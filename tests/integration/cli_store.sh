@@ -189,6 +189,22 @@ bench threads.get 0 threads=3 verified_pages=301 failed_pages=0 -- --op get --ve
 bench threads.get1 0 threads=1 verified_pages=301 -- --op get --verify --dir "$T" \
 	--page-bytes 5000 --pages 301 --batch 7
 
+# --slots distinct: every page its own pool slot (the pool holds them all),
+# in synchronous batches, with threads and in a mixed run; what one slot
+# mode stores, the other reads byte for byte.
+S=$TMP/slots
+mkdir "$S" "$TMP/slots-mixed"
+sargs=(--dir "$S" --page-bytes 8192 --pages 90 --batch 16)
+bench slots.set 0 slots=distinct failed_pages=0 -- --op set --slots distinct "${sargs[@]}"
+bench slots.get 0 slots=reuse verified_pages=90 -- --op get --verify --slots reuse "${sargs[@]}"
+bench slots.get2 0 slots=distinct threads=2 verified_pages=90 pool_warmup=true -- \
+	--op get --verify --slots distinct --threads 2 --pool-warmup on "${sargs[@]}"
+bench slots.pipeline 0 slots=distinct pipeline=3 verified_pages=90 -- \
+	--op get --verify --slots distinct --pipeline 3 "${sargs[@]}"
+bench slots.mixed 0 op=mixed slots=distinct hits=48 verified_pages=48 failed_pages=0 -- \
+	--op mixed --verify --slots distinct --dir "$TMP/slots-mixed" --page-bytes 8192 --pages 90 \
+	--batch 16
+
 for layout in layer_first page_first_direct; do
 	L=$TMP/$layout
 	mkdir "$L"
@@ -486,6 +502,7 @@ usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --layout diagonal 
 usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --threads 0 --dir "$TMP/empty"
 usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --verify --dir "$TMP/empty"
 usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --bogus --dir "$TMP/empty"
+usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --slots some --dir "$TMP/empty"
 usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --dir
 usage_err 2 bench store --op set --pages 10 --page-bytes 4096 --dir "$TMP/empty" extra
 usage_err 2 bench store --op set --pages 10 --total-bytes 1M --page-bytes 4096 --dir "$TMP/empty"

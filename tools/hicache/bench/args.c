@@ -19,6 +19,7 @@ const char *const bench_op_names[OP_COUNT] = {"set", "get", "exists", "mixed"};
 static const char *const op_choices[] = {"set", "get", "exists", "mixed", NULL};
 static const char *const backend_names[] = {"file", "mem", "s3", NULL};
 static const char *const engine_names[] = {"uring", "threads", "auto", NULL};
+static const char *const slots_names[] = {"reuse", "distinct", NULL};
 
 _Static_assert(sizeof(enum bench_op) == sizeof(int), "--op is parsed as an int");
 
@@ -56,7 +57,7 @@ static int parse_direct(const char *arg, void *dst)
 
 int bench_parse_args(int argc, char **argv, struct bench_args *a)
 {
-	int op = 0, backend = 0, engine = 0, first, rc;
+	int op = 0, backend = 0, engine = 0, slots = 0, first, rc;
 	const struct cli_opt opts[] = {
 		CLI_OPT_ENUM("op", 'o', &op, op_choices, .seen = &a->have_op),
 		CLI_OPT_U64("pages", 'n', &a->pages, 1, UINT64_MAX / 2, "a number of at least 1"),
@@ -83,6 +84,7 @@ int bench_parse_args(int argc, char **argv, struct bench_args *a)
 		CLI_OPT_CUSTOM("huge-pages", 0, &a->huge_mode, parse_huge,
 			       "off, thp, prefer or required"),
 		CLI_OPT_U64("pipeline", 0, &a->pipeline, 1, 64, "a number in 1..64"),
+		CLI_OPT_ENUM("slots", 0, &slots, slots_names),
 		CLI_OPT_STRING("endpoint", 0, &a->endpoint, 1, "[http[s]://]host[:port]"),
 		CLI_OPT_STRING("bucket", 0, &a->bucket, 1, "a bucket name"),
 		CLI_OPT_STRING("prefix", 0, &a->prefix, 0, NULL),
@@ -106,6 +108,7 @@ int bench_parse_args(int argc, char **argv, struct bench_args *a)
 	if (rc)
 		return rc;
 	a->op = (enum bench_op)op;
+	a->distinct_slots = slots == 1;
 	if (first < argc) {
 		fprintf(stderr, "hicache bench: unexpected argument '%s'\n", argv[first]);
 		return 2;
@@ -153,9 +156,9 @@ int bench_parse_args(int argc, char **argv, struct bench_args *a)
 		return 2;
 	}
 	if (a->batch * a->threads > UINT64_MAX / a->page_bytes ||
-	    (a->pipeline > 1 && a->pages > SIZE_MAX / a->page_bytes)) {
+	    (bench_slot_per_page(a) && a->pages > SIZE_MAX / a->page_bytes)) {
 		fprintf(stderr, "hicache bench: the pool (--batch x --threads, or with --pipeline "
-				"--pages, x --page-bytes) is too large\n");
+				"or --slots distinct --pages, x --page-bytes) is too large\n");
 		return 2;
 	}
 	return 0;

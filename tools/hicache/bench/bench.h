@@ -97,9 +97,19 @@ struct bench_args {
 	bool pool_warmup;
 	enum hc_huge_mode huge_mode; /* the pool's pages */
 	uint64_t pipeline;           /* calls started per thread (1: synchronous calls) */
+	/* --slots distinct: every page of a thread's range has a pool slot of
+	 * its own, as an engine's large host pool gives (also with --pipeline);
+	 * otherwise every batch reuses the thread's --batch slots. */
+	bool distinct_slots;
 	uint64_t seed;
 	bool drop_caches;
 };
+
+/* Every page of a thread's range has its own slot (and key entry). */
+static inline bool bench_slot_per_page(const struct bench_args *a)
+{
+	return a->pipeline > 1 || a->distinct_slots;
+}
 
 /* What one thread saw. */
 struct tally {
@@ -129,8 +139,8 @@ struct worker {
 	pthread_t tid;
 	unsigned index;      /* t of T: a mixed run's first batch depends on it */
 	uint64_t first, end; /* page range [first, end) */
-	/* One batch's worth; with --pipeline one entry per page of the range,
-	 * so that calls in flight never share an entry. */
+	/* One batch's worth; with --pipeline or --slots distinct one entry per
+	 * page of the range, so that calls in flight never share an entry. */
 	uint64_t *slots; /* this thread's pool pages */
 	struct hc_key *keys;
 	int *results;

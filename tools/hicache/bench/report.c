@@ -226,7 +226,7 @@ void bench_print_json(const struct bench_args *a, const struct env_info *e, cons
 	       "\"corrupt\": %llu, \"errors\": %llu, \"verify\": %s, \"verified_pages\": %llu, "
 	       "\"mismatched_pages\": %llu, \"failed_pages\": %llu, \"existing_pages\": %llu, "
 	       "\"cache\": \"%s\", \"pool_warmup\": %s, \"huge_pages\": \"%s\", "
-	       "\"pipeline\": %llu",
+	       "\"pipeline\": %llu, \"slots\": \"%s\"",
 	       bench_op_names[a->op], a->backend, e->engine, e->direct ? "true" : "false",
 	       e->zero_copy ? "true" : "false", hc_kv_layout_name(a->layout),
 	       e->mla ? "mla" : "mha", e->objects, (unsigned long long)e->object_bytes,
@@ -239,7 +239,7 @@ void bench_print_json(const struct bench_args *a, const struct env_info *e, cons
 	       (unsigned long long)p->t.verified, (unsigned long long)p->t.mismatched,
 	       (unsigned long long)p->failed, (unsigned long long)s->existing, s->cache,
 	       s->warmed ? "true" : "false", huge_names[a->huge_mode],
-	       (unsigned long long)a->pipeline);
+	       (unsigned long long)a->pipeline, a->distinct_slots ? "distinct" : "reuse");
 	if (a->op == OP_MIXED) {
 		print_part_json("set", &s->set);
 		print_part_json("get", &s->get);

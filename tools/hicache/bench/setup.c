@@ -25,7 +25,7 @@ int bench_create_pool(const struct bench_args *a, struct hc_pool **out)
 		.head_dim = (uint32_t)(mla ? a->page_bytes : a->page_bytes / 2),
 		.elem_bytes = 1,
 		.page_size = 1,
-		.pages = a->pipeline > 1 ? a->pages : a->batch * a->threads,
+		.pages = bench_slot_per_page(a) ? a->pages : a->batch * a->threads,
 		.layout = a->layout,
 		.mla = mla,
 	};

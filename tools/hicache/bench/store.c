@@ -69,7 +69,8 @@ static bool warm_pool(struct bench *b)
 		uint64_t page = w->first + (a->op == OP_MIXED ? (t % 2) * a->batch : 0);
 		if (page >= w->end || bench_page_key(a->seed, page, &w->keys[0]))
 			continue;
-		size_t slots = a->pipeline > 1 ? (size_t)(w->end - w->first) : (size_t)a->batch;
+		size_t slots = bench_slot_per_page(a) ? (size_t)(w->end - w->first)
+						      : (size_t)a->batch;
 		for (size_t j = 1; j < slots; j++)
 			w->keys[j] = w->keys[0];
 		if (hc_store_get(b->store, w->keys, slots, w->slots, w->results) > 0)

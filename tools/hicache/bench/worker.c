@@ -110,14 +110,16 @@ static int set_done(struct worker *w, size_t base, uint64_t first, size_t n, int
 	return 0;
 }
 
-static int batch_set(struct worker *w, uint64_t first, size_t n)
+/* One synchronous call of pages [first, first + n), whose keys, slots and
+ * results are those at base. */
+static int batch_set(struct worker *w, size_t base, uint64_t first, size_t n)
 {
-	if (set_fill(w, 0, first, n))
+	if (set_fill(w, base, first, n))
 		return w->rc;
 	uint64_t t0 = bench_now_ns();
-	int rc = hc_store_set(w->b->store, w->keys, n, w->slots, w->results);
+	int rc = hc_store_set(w->b->store, &w->keys[base], n, &w->slots[base], &w->results[base]);
 	note_batch(w, OP_SET, t0, n);
-	return set_done(w, 0, first, n, rc, "hc_store_set");
+	return set_done(w, base, first, n, rc, "hc_store_set");
 }
 
 static void check_read(struct worker *w, uint64_t page, int result, uint64_t slot)
@@ -160,12 +162,13 @@ static int get_done(struct worker *w, size_t base, uint64_t first, size_t n, int
 	return 0;
 }
 
-static int batch_get(struct worker *w, uint64_t first, size_t n)
+static int batch_get(struct worker *w, size_t base, uint64_t first, size_t n)
 {
 	uint64_t t0 = bench_now_ns();
-	int64_t hits = hc_store_get(w->b->store, w->keys, n, w->slots, w->results);
+	int64_t hits = hc_store_get(w->b->store, &w->keys[base], n, &w->slots[base],
+				    &w->results[base]);
 	note_batch(w, OP_GET, t0, n);
-	return get_done(w, 0, first, n, hits, "hc_store_get");
+	return get_done(w, base, first, n, hits, "hc_store_get");
 }
 
 /* --pipeline: start the call of pages [first, first + n) in lane l. The
@@ -207,10 +210,10 @@ static int lane_finish(struct worker *w, size_t l)
 	return rc;
 }
 
-static int batch_exists(struct worker *w, size_t n)
+static int batch_exists(struct worker *w, size_t base, size_t n)
 {
 	uint64_t t0 = bench_now_ns();
-	int64_t hits = hc_store_exists(w->b->store, w->keys, n);
+	int64_t hits = hc_store_exists(w->b->store, &w->keys[base], n);
 	note_batch(w, OP_EXISTS, t0, n);
 	if (hits < 0) {
 		worker_fail(w, "hc_store_exists", (int)hits);
@@ -305,15 +308,16 @@ static void *worker_main(void *arg)
 		enum bench_op op = batch_op(ph, j);
 		if (op == OP_COUNT)
 			continue;
-		if (batch_keys(w, 0, first, n))
+		size_t base = w->b->a->distinct_slots ? (size_t)(first - w->first) : 0;
+		if (batch_keys(w, base, first, n))
 			break;
 		struct tally before = w->tally[op];
 		if (op == OP_SET)
-			batch_set(w, first, n);
+			batch_set(w, base, first, n);
 		else if (op == OP_GET)
-			batch_get(w, first, n);
+			batch_get(w, base, first, n);
 		else
-			batch_exists(w, n);
+			batch_exists(w, base, n);
 		progress_add(w, op, &before, n);
 	}
 	return NULL;
@@ -332,10 +336,11 @@ int bench_worker_init(struct bench *b, struct worker *w, unsigned t)
 	nbatches = (w->end - w->first + a->batch - 1) / a->batch;
 	if (!nbatches)
 		nbatches = 1;
-	/* --pipeline: every page of the range has its own slot (the pool holds
-	 * all pages), so calls in flight never share one. */
+	/* --pipeline, --slots distinct: every page of the range has its own
+	 * slot (the pool holds all pages), so calls in flight never share one. */
 	size_t lanes = (size_t)a->pipeline;
-	size_t room = lanes > 1 ? (size_t)(w->end - w->first) : (size_t)a->batch;
+	bool per_page = bench_slot_per_page(a);
+	size_t room = per_page ? (size_t)(w->end - w->first) : (size_t)a->batch;
 	if (!room)
 		room = 1;
 	w->slots = malloc(room * sizeof(*w->slots));
@@ -349,7 +354,7 @@ int bench_worker_init(struct bench *b, struct worker *w, unsigned t)
 	    !w->lanes)
 		return -ENOMEM;
 	for (size_t j = 0; j < room; j++)
-		w->slots[j] = lanes > 1 ? w->first + j : t * a->batch + j;
+		w->slots[j] = per_page ? w->first + j : t * a->batch + j;
 	return 0;
 }
 
