@@ -3,30 +3,53 @@
 benchmark doing the same work, and against a Python loop doing what SGLang's
 own file backend does (docs/PERFORMANCE.md, "Python adapter").
 
-One run interleaves, per page size and repetition (C and adapter in turn
-going first):
-  C        `hicache bench store --op set|get --pages 128*K --batch 128`
+Per run, page size and side (C and adapter take turns going first):
+  C        `hicache bench store --op set|get --pages 128*K --batch 128
+           --slots S`
   adapter  HiCacheHicache.batch_set_v1 / batch_get_v1 of the same pages, in
-           K calls of 128 (--calls K, default 1: a cold 128 x 64 KiB get
-           takes milliseconds, so more calls per run steady the ratio)
+           K calls of 128 (--calls K)
   paired   the adapter's set and get against the bare hc_store_set and
            hc_store_get through ctypes in one process, call by call in turn
            (see paired())
   loop     per page: get_data_page -> tofile(<path>.tmp.<pid>.<tid>.<uuid>) ->
            os.replace; read back with open(buffering=0).readinto into a flat
            page, then copied into the pool (SGLang's HiCacheFile)
+
+The C bench and the adapter do the same work, step by step:
+  - slots: --slots distinct (the default) gives every page of a run a pool
+    slot of its own, as an engine's large host pool does; --slots reuse
+    reads and writes every call through the same 128 slots (the C bench's
+    own default). Which one matters to the figures (docs/PERFORMANCE.md).
+  - set: a call's pages are put into its slots, untimed, then the call is
+    timed;
+  - get: the page cache is dropped after the pool warm-up (page 0's object
+    read into every slot the gets use, untimed: the first device write into
+    a page makes the next CPU touch slow on some VMs, and a serving pool is
+    long past that); then each call is timed, and (adapter, loop) its slots
+    compared byte for byte with the pages stored, untimed. The C bench's
+    gets run without --verify; the store's checksums reject any wrong
+    object;
+  - memory: the adapter's pool is SGLang's MHATokenToKVPoolHost in
+    page_first layout over page-aligned anonymous memory with transparent
+    huge pages asked for, faulted in before use, as SGLang's pinned host
+    pool (cudaHostAlloc) and the C bench's pool are;
+  - time: the sum of the store calls' times; GB/s are 10^9 bytes of page
+    payload per second.
 The adapter's pool has the C bench's object geometry: MHA, page_first, one
 layer and head, K half then V half of each page (zero-copy: _k and _v objects
-of page_bytes / 2), here with SGLang's 64 tokens per page in bf16, so each
-call also converts 64 * 128 host indices. O_DIRECT for both hicache sides.
-Every get is cold: each repetition writes fresh directories and the page
-cache (with dentries and inodes) is dropped before every get, as root.
-Directories are removed only at the end (creating files right after deleting
-many is slow on this ext4). Only the store calls are timed; GB/s are 10^9
-bytes of page payload per second; the median of --runs repetitions.
+of page_bytes / 2); --page-tokens 64 gives SGLang's 64 tokens per page in
+bf16, so each call also converts 64 * 128 host indices. O_DIRECT for both
+hicache sides. Every get is cold: each run writes fresh directories and the
+page cache (with dentries and inodes) is dropped before every get, as root.
+Directories stay until the end (creating files right after deleting many is
+slow on this ext4); when the disk would run short, the finished runs' are
+removed and the next run waits a minute. Ratios are per run (the sides of a
+run ran within seconds of each other); the table gives their mean with its
+standard error, GB/s the medians.
 
 usage: bench/python_adapter.py [--dir BASE] [--runs N] [--pages N] [--calls K] [--bin HICACHE]
-         [--sizes 64K,512K,2M] [--huge-pages thp|off] [--keep]
+         [--sizes 64K,512K,2M] [--slots distinct|reuse] [--huge-pages thp|off]
+         [--page-tokens T] [--keep]
 Run it under `flock /tmp/hicache-bench.lock` (bench/python_adapter.sh does).
 """
 import argparse
@@ -56,6 +79,8 @@ import hicache.sglang as hs  # noqa: E402
 
 PS = 1  # tokens per page: --page-tokens
 HUGE = 2 << 20
+MADV_POPULATE_WRITE = 23  # Linux 5.14
+GIB = 1 << 30
 
 
 def size_arg(s):
@@ -65,7 +90,7 @@ def size_arg(s):
 
 
 def drop_caches():
-    subprocess.run(["sync"], check=True)
+    os.sync()
     try:
         with open("/proc/sys/vm/drop_caches", "w") as f:
             f.write("3\n")
@@ -73,10 +98,17 @@ def drop_caches():
         sys.exit("python_adapter: cannot drop the page cache (%s): run as root" % e)
 
 
+def batches(total, batch):
+    """(first, n) of each call over total pages."""
+    return [(at, min(batch, total - at)) for at in range(0, total, batch)]
+
+
 class HostPool:
     """SGLang's MHATokenToKVPoolHost in page_first layout: kv_buffer
-    (2, tokens, layers, heads, head_dim) over page-aligned mmap memory,
-    transparent huge pages asked for (as the C bench's default pool)."""
+    (2, tokens, layers, heads, head_dim) over page-aligned anonymous memory,
+    transparent huge pages asked for (as the C bench's default pool) and
+    every page faulted in before use (as cudaHostAlloc, which SGLang's
+    pinned host pool comes from, and the C bench's pool do)."""
 
     def __init__(self, pages, page_bytes, huge):
         self.layout, self.page_size, self.size = "page_first", PS, pages * PS
@@ -92,13 +124,16 @@ class HostPool:
             self._mem.madvise(mmap.MADV_HUGEPAGE)
         whole = torch.frombuffer(self._mem, dtype=torch.uint8)
         skip = -whole.data_ptr() % HUGE
-        self.kv_buffer = whole[skip:skip + numel * self.esz].view(self.dtype).view(
-            2, self.size, 1, 1, self.head_dim)
+        raw = whole[skip:skip + numel * self.esz]
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        if libc.madvise(raw.data_ptr(), raw.numel(), MADV_POPULATE_WRITE):
+            raw.zero_()  # before Linux 5.14: one write per page
+        self.kv_buffer = raw.view(self.dtype).view(2, self.size, 1, 1, self.head_dim)
 
-    def fill(self, seed):
-        flat = self.kv_buffer.view(-1).view(torch.uint8)
-        g = torch.Generator().manual_seed(seed)
-        flat.copy_(torch.randint(0, 256, (flat.numel(),), generator=g, dtype=torch.uint8))
+    def pages(self, first, n):
+        """Pool pages [first, first + n): K and V halves."""
+        return self.kv_buffer[:, first * PS:(first + n) * PS]
 
     def get_data_page(self, index):
         return self.kv_buffer[:, index:index + PS].flatten()
@@ -110,6 +145,17 @@ class HostPool:
         self.kv_buffer[:, index:index + PS] = flat.view(2, PS, 1, 1, self.head_dim)
 
 
+def source_pages(hp, total, seed):
+    """The run's page contents, in the pool's shape: every page its own."""
+    src = torch.empty((2, total * PS, 1, 1, hp.head_dim), dtype=hp.dtype)
+    src.view(-1).view(torch.int64).random_(generator=torch.Generator().manual_seed(seed))
+    return src
+
+
+def same_bytes(a, b):
+    return torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+
+
 def config(d):
     extra = {"backend_name": "hicache", "module_path": "hicache.sglang", "class_name": "HiCacheHicache",
              "interface_v1": 1, "backend": "file", "dirs": [d], "use_direct_io": True,
@@ -119,58 +165,80 @@ def config(d):
                                    is_page_first_layout=True, model_name="bench", extra_config=extra)
 
 
-def c_bench(binary, op, d, pages, batch, page_bytes, seed, huge):
-    cmd = [binary, "bench", "store", "--op", op, "--pages", str(pages), "--batch", str(batch),
-           "--page-bytes", str(page_bytes), "--dir", d, "--direct", "on", "--seed", str(seed), "--json",
-           "--huge-pages", "thp" if huge else "off"]
+class Work:
+    """What both sides do in one run at one page size."""
+
+    def __init__(self, keys, src, page_bytes, batch, reuse):
+        self.keys, self.src, self.page_bytes = keys, src, page_bytes
+        self.batch, self.reuse = batch, reuse
+        self.total = len(keys)
+
+    def slot(self, at):
+        """First pool slot of the call starting at page at."""
+        return 0 if self.reuse else at
+
+    def source(self, at, n):
+        return self.src[:, at * PS:(at + n) * PS]
+
+    def gbps(self, seconds):
+        return self.total * self.page_bytes / seconds / 1e9
+
+
+def c_bench(binary, op, d, w, seed, huge):
+    cmd = [binary, "bench", "store", "--op", op, "--pages", str(w.total), "--batch", str(w.batch),
+           "--page-bytes", str(w.page_bytes), "--dir", d, "--direct", "on", "--seed", str(seed), "--json",
+           "--huge-pages", "thp" if huge else "off", "--slots", "reuse" if w.reuse else "distinct"]
     if op == "get":
         # No --verify: it compares each batch's pages between the timed
-        # batches, so the disk idles between them, which the adapter's
-        # back-to-back calls never get. The store's checksums still reject
-        # any wrong object (counted as corrupt), and the adapter side is
-        # compared byte for byte.
+        # batches. The store's checksums still reject any wrong object
+        # (counted as corrupt), and the adapter side is compared byte for
+        # byte.
         cmd += ["--drop-caches", "--pool-warmup", "on"]
     r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-    if r["errors"] or (op == "get" and (r["hits"] != pages or r["corrupt"])):
+    if r["errors"] or (op == "get" and (r["hits"] != w.total or r["corrupt"])):
         sys.exit("python_adapter: C bench %s failed: %s" % (op, r))
     return r["gbps"]
 
 
-def calls(fn, keys, idx, batch):
-    """fn over keys in calls of batch pages; all results, in order."""
-    out = []
-    for at in range(0, len(keys), batch):
-        out += fn(keys[at:at + batch], idx[at * PS:(at + batch) * PS])
-    return out
+def warm_pool(get, w, idx):
+    """As the C bench's --pool-warmup on: page 0's object into every slot
+    the timed gets use. One page many times, so that nothing the gets then
+    read is cached below the file system but that page."""
+    for at, n in batches(w.batch if w.reuse else w.total, w.batch):
+        get([w.keys[0]] * n, idx[at * PS:(at + n) * PS])
 
 
-def adapter(hp, d, keys, page_bytes, batch):
+def adapter(hp, d, w):
     idx = torch.arange(hp.size, dtype=torch.int64)
     b = hs.HiCacheHicache(config(d), {})
     b.register_mem_pool_host(hp)
     if not b.store.pool_info("kv")["zero_copy"]:
         sys.exit("python_adapter: the adapter's pool is not zero-copy")
-    want = hp.kv_buffer.clone()
-    t0 = time.perf_counter()
-    ok = calls(b.batch_set_v1, keys, idx, batch)
-    ts = time.perf_counter() - t0
-    # As the C bench's --pool-warmup on: every pool slot read into once,
-    # untimed (the first device write into a page makes the next CPU touch
-    # slow on some VMs; a serving pool is long past that).
-    calls(b.batch_get_v1, keys, idx, batch)
-    hp.kv_buffer.zero_()
+    ts = tg = 0.0
+    for at, n in batches(w.total, w.batch):
+        s0 = w.slot(at)
+        hp.pages(s0, n).copy_(w.source(at, n))
+        ix = idx[s0 * PS:(s0 + n) * PS]
+        t0 = time.perf_counter()
+        ok = b.batch_set_v1(w.keys[at:at + n], ix)
+        ts += time.perf_counter() - t0
+        if not all(ok):
+            sys.exit("python_adapter: adapter set failed")
+    warm_pool(b.batch_get_v1, w, idx)
     drop_caches()
-    t0 = time.perf_counter()
-    got = calls(b.batch_get_v1, keys, idx, batch)
-    tg = time.perf_counter() - t0
-    if not all(ok) or not all(got) or not torch.equal(want.view(torch.uint8), hp.kv_buffer.view(torch.uint8)):
-        sys.exit("python_adapter: adapter round trip failed")
+    for at, n in batches(w.total, w.batch):
+        s0 = w.slot(at)
+        ix = idx[s0 * PS:(s0 + n) * PS]
+        t0 = time.perf_counter()
+        got = b.batch_get_v1(w.keys[at:at + n], ix)
+        tg += time.perf_counter() - t0
+        if not all(got) or not same_bytes(hp.pages(s0, n), w.source(at, n)):
+            sys.exit("python_adapter: adapter get of pages %d..%d failed" % (at, at + n))
     b.close()
-    n = len(keys) * page_bytes / 1e9
-    return n / ts, n / tg
+    return w.gbps(ts), w.gbps(tg)
 
 
-def paired(hp, d, keys, page_bytes, batch, flip):
+def paired(hp, d, keys, batch, flip):
     """The adapter against the bare C calls in one process, call by call:
     hc_store_set and hc_store_get through ctypes with their key, page and
     result arrays made before the clock. The keys come in two halves over
@@ -189,11 +257,11 @@ def paired(hp, d, keys, page_bytes, batch, flip):
     b.register_mem_pool_host(hp)
     want = hp.kv_buffer.clone()
     chunks = []
-    for at in range(0, half, batch):
-        n = min(batch, half - at)
+    for at, n in batches(half, batch):
         ix = idx[at * PS:(at + n) * PS]
-        chunks.append((at, n, ix, hicache._Keys(keys[half + at:half + at + n]), hicache._Pages(ix),
-                       (ctypes.c_int * n)()))
+        # The bare call takes page indices, the adapter host (token) indices.
+        chunks.append((at, n, ix, hicache._Keys(keys[half + at:half + at + n]),
+                       hicache._Pages(list(range(at, at + n))), (ctypes.c_int * n)()))
 
     def timed(op, at, n, ix, bare_keys, bare_pages, res):
         def adapter_call():
@@ -208,12 +276,11 @@ def paired(hp, d, keys, page_bytes, batch, flip):
         spent = {}
         for name, fn in (("adapter", adapter_call), ("bare", bare_call))[:: 1 if (at // batch + flip) % 2 == 0 else -1]:
             if op == "get":
-                hp.kv_buffer[:, at * PS:(at + n) * PS].zero_()
+                hp.pages(at, n).zero_()
             t0 = time.perf_counter()
             ok = fn()
             spent[name] = time.perf_counter() - t0
-            if not ok or not torch.equal(want[:, at * PS:(at + n) * PS].view(torch.uint8),
-                                         hp.kv_buffer[:, at * PS:(at + n) * PS].view(torch.uint8)):
+            if not ok or not same_bytes(want[:, at * PS:(at + n) * PS], hp.pages(at, n)):
                 sys.exit("python_adapter: paired %s %s failed" % (name, op))
         return spent
 
@@ -222,7 +289,8 @@ def paired(hp, d, keys, page_bytes, batch, flip):
         if op == "get":
             # The pool warm-up, as above, from a third copy of the pages.
             warm = hicache.key_chain(list(range(half * PS)), PS, seed=("paired-warm", None))
-            if not all(calls(b.batch_set_v1, warm, idx, batch)) or not all(calls(b.batch_get_v1, warm, idx, batch)):
+            if not all(all(f(warm[at:at + n], idx[at * PS:(at + n) * PS])) for f in (b.batch_set_v1, b.batch_get_v1)
+                       for at, n in batches(half, batch)):
                 sys.exit("python_adapter: paired warm-up failed")
         tot = {"adapter": 0.0, "bare": 0.0}
         for c in chunks:
@@ -233,42 +301,72 @@ def paired(hp, d, keys, page_bytes, batch, flip):
     return ratio
 
 
-def loop(hp, d, keys, page_bytes):
-    """SGLang's HiCacheFile, per ENGINES.md section 6."""
+def loop(hp, d, w):
+    """SGLang's HiCacheFile, per ENGINES.md section 6, through the same
+    slots as the other sides."""
     os.makedirs(d)
-    paths = [os.path.join(d, "%s_bench_0_1.bin" % k) for k in keys]
-    want = hp.kv_buffer.clone()
-    t0 = time.perf_counter()
-    for i, p in enumerate(paths):
-        if os.path.exists(p):
-            continue
-        tmp = "%s.tmp.%d.%d.%s" % (p, os.getpid(), threading.get_ident(), uuid.uuid4().hex)
-        hp.get_data_page(i * PS).contiguous().view(torch.uint8).numpy().tofile(tmp)
-        os.replace(tmp, p)
-    ts = time.perf_counter() - t0
-    hp.kv_buffer.zero_()
+    paths = [os.path.join(d, "%s_bench_0_1.bin" % k) for k in w.keys]
+    ts = tg = 0.0
+    for at, n in batches(w.total, w.batch):
+        s0 = w.slot(at)
+        hp.pages(s0, n).copy_(w.source(at, n))
+        t0 = time.perf_counter()
+        for j in range(n):
+            p = paths[at + j]
+            if os.path.exists(p):
+                continue
+            tmp = "%s.tmp.%d.%d.%s" % (p, os.getpid(), threading.get_ident(), uuid.uuid4().hex)
+            hp.get_data_page((s0 + j) * PS).contiguous().view(torch.uint8).numpy().tofile(tmp)
+            os.replace(tmp, p)
+        ts += time.perf_counter() - t0
     drop_caches()
-    t0 = time.perf_counter()
-    for i, p in enumerate(paths):
-        flat = hp.get_dummy_flat_data_page()
-        with open(p, "rb", buffering=0) as f:
-            if f.readinto(flat.view(torch.uint8).numpy()) != page_bytes:
-                sys.exit("python_adapter: short read of %s" % p)
-        hp.set_from_flat_data_page(i * PS, flat)
-    tg = time.perf_counter() - t0
-    if not torch.equal(want.view(torch.uint8), hp.kv_buffer.view(torch.uint8)):
-        sys.exit("python_adapter: loop round trip failed")
-    n = len(keys) * page_bytes / 1e9
-    return n / ts, n / tg
+    for at, n in batches(w.total, w.batch):
+        s0 = w.slot(at)
+        t0 = time.perf_counter()
+        for j in range(n):
+            flat = hp.get_dummy_flat_data_page()
+            with open(paths[at + j], "rb", buffering=0) as f:
+                if f.readinto(flat.view(torch.uint8).numpy()) != w.page_bytes:
+                    sys.exit("python_adapter: short read of %s" % paths[at + j])
+            hp.set_from_flat_data_page((s0 + j) * PS, flat)
+        tg += time.perf_counter() - t0
+        if not same_bytes(hp.pages(s0, n), w.source(at, n)):
+            sys.exit("python_adapter: loop get of pages %d..%d failed" % (at, at + n))
+    return w.gbps(ts), w.gbps(tg)
+
+
+def make_room(base, done, need):
+    """Remove finished runs' directories when the next run would leave
+    less than 4 GiB free; then wait out ext4's slow creates after many
+    deletes, so that no side's sets pay for them."""
+    if shutil.disk_usage(base).free >= need + 4 * GIB or not done:
+        return
+    print("python_adapter: removing %d finished runs' files for room, then waiting 60 s" % len(done),
+          file=sys.stderr)
+    for d in done:
+        shutil.rmtree(d, ignore_errors=True)
+    done.clear()
+    time.sleep(60)
+    if shutil.disk_usage(base).free < need + 4 * GIB:
+        sys.exit("python_adapter: %.1f GiB free under %s, a run needs %.1f" % (
+            shutil.disk_usage(base).free / GIB, base, need / GIB))
+
+
+def mean_se(xs):
+    m = statistics.mean(xs)
+    se = statistics.stdev(xs) / len(xs) ** 0.5 if len(xs) > 1 else float("nan")
+    return "%.3f ± %.3f" % (m, se)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dir", default="/var/tmp")
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--pages", type=int, default=128, help="pages per call")
-    ap.add_argument("--calls", type=int, default=1, help="calls per run and side")
+    ap.add_argument("--calls", type=int, default=4, help="calls per run and side")
     ap.add_argument("--sizes", default="64K,512K,2M")
+    ap.add_argument("--slots", choices=("distinct", "reuse"), default="distinct",
+                    help="every page its own pool slot, or every call through the same slots")
     ap.add_argument("--bin", default=os.path.join(REPO, "build", "hicache"))
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--huge-pages", dest="huge", choices=("thp", "off"), default="thp",
@@ -279,44 +377,47 @@ def main():
     a = ap.parse_args()
     global PS
     PS = a.page_tokens
+    sizes = [(s, size_arg(s)) for s in a.sizes.split(",")]
+    total = a.pages * a.calls
+    # C, adapter, the paired halves and the loop, with trailer blocks.
+    need = sum(6 * total * (pb + 8192) for _, pb in sizes)
     base = tempfile.mkdtemp(prefix="hicache-pyadapter.", dir=a.dir)
-    res = {}
+    res, done = {}, []
     try:
         for r in range(a.runs):
-            for s in a.sizes.split(","):
-                pb = size_arg(s)
+            make_room(base, done, need)
+            for s, pb in sizes:
                 seed = 1000 * r + pb % 997
-                total = a.pages * a.calls
                 keys = hicache.key_chain(list(range(seed * 4096, seed * 4096 + total * PS)), PS)
                 hp = HostPool(total, pb, a.huge == "thp")
-                hp.fill(seed)
+                w = Work(keys, source_pages(hp, total, seed), pb, a.pages, a.slots == "reuse")
                 row = res.setdefault(s, {k: [] for k in ("c_set", "c_get", "py_set", "py_get", "paired_set",
                                                          "paired_get", "loop_set", "loop_get")})
-                cd = os.path.join(base, "c-%s-%d" % (s, r))
+                dirs = {k: os.path.join(base, "%s-%s-%d" % (k, s, r)) for k in ("c", "py", "pair", "loop")}
+                done += dirs.values()
                 # Alternate which side goes first, so that a disk that slows
                 # (or speeds up) within a run favours neither side.
                 for side in ("c", "py") if r % 2 == 0 else ("py", "c"):
                     if side == "c":
-                        row["c_set"].append(c_bench(a.bin, "set", cd, total, a.pages, pb, seed, a.huge == "thp"))
-                        row["c_get"].append(c_bench(a.bin, "get", cd, total, a.pages, pb, seed, a.huge == "thp"))
+                        row["c_set"].append(c_bench(a.bin, "set", dirs["c"], w, seed, a.huge == "thp"))
+                        row["c_get"].append(c_bench(a.bin, "get", dirs["c"], w, seed, a.huge == "thp"))
                     else:
-                        st, gt = adapter(hp, os.path.join(base, "py-%s-%d" % (s, r)), keys, pb, a.pages)
+                        st, gt = adapter(hp, dirs["py"], w)
                         row["py_set"].append(st)
                         row["py_get"].append(gt)
                 # A namespace of their own: no other side's keys.
                 pkeys = hicache.key_chain(list(range(seed * 4096, seed * 4096 + 2 * total * PS)), PS,
                                           seed=("paired", None))
-                ps_, pg_ = paired(hp, os.path.join(base, "pair-%s-%d" % (s, r)), pkeys, pb, a.pages, r % 2)
+                hp.pages(0, total).copy_(w.src)
+                ps_, pg_ = paired(hp, dirs["pair"], pkeys, a.pages, r % 2)
                 row["paired_set"].append(ps_)
                 row["paired_get"].append(pg_)
-                st, gt = loop(hp, os.path.join(base, "loop-%s-%d" % (s, r)), keys, pb)
+                st, gt = loop(hp, dirs["loop"], w)
                 row["loop_set"].append(st)
                 row["loop_get"].append(gt)
-                del hp
-        # Ratios: the median of each run's ratio (the three sides of one
-        # run ran within seconds of each other), GB/s: medians.
-        print("%d calls of %d pages, O_DIRECT, cold gets, %d runs; GB/s medians, ratios the median"
-              " of the runs' ratios" % (a.calls, a.pages, a.runs))
+                del hp, w
+        print("%d calls of %d pages, slots %s, O_DIRECT, cold gets, %d runs; GB/s medians, ratios the mean"
+              " of the runs' ratios ± its standard error" % (a.calls, a.pages, a.slots, a.runs))
         print("| page | op | C bench | adapter | adapter/C | adapter/bare call, paired | SGLang-style loop"
               " | adapter/loop |")
         print("|---|---|---|---|---|---|---|---|")
@@ -324,10 +425,9 @@ def main():
         for s, row in res.items():
             for op in ("set", "get"):
                 c, p, lo = (row["%s_%s" % (k, op)] for k in ("c", "py", "loop"))
-                pair = "%.2f" % med(row["paired_%s" % op])
-                print("| %s | %s | %.2f | %.2f | %.2f | %s | %.2f | %.2f |" % (
-                    s, op, med(c), med(p), med([x / y for x, y in zip(p, c)]), pair, med(lo),
-                    med([x / y for x, y in zip(p, lo)])))
+                print("| %s | %s | %.2f | %.2f | %s | %s | %.2f | %.2f |" % (
+                    s, op, med(c), med(p), mean_se([x / y for x, y in zip(p, c)]),
+                    mean_se(row["paired_%s" % op]), med(lo), med([x / y for x, y in zip(p, lo)])))
         if os.environ.get("PYADAPTER_RAW"):
             print(json.dumps(res))
     finally:
