@@ -208,34 +208,38 @@ def warm_pool(get, w, idx):
         get([w.keys[0]] * n, idx[at * PS:(at + n) * PS])
 
 
+def timed_calls(hp, w, call, what, fill):
+    """The summed time of call(at, n, first slot) over the run's calls, as
+    GB/s. Untimed around each: with fill (sets) the call's pages put into
+    its slots first; after it, its results (all true), and without fill
+    (gets) its slots compared byte for byte with the pages stored."""
+    spent = 0.0
+    for at, n in batches(w.total, w.batch):
+        s0 = w.slot(at)
+        if fill:
+            hp.pages(s0, n).copy_(w.source(at, n))
+        t0 = time.perf_counter()
+        ok = call(at, n, s0)
+        spent += time.perf_counter() - t0
+        if not all(ok) or (not fill and not same_bytes(hp.pages(s0, n), w.source(at, n))):
+            sys.exit("python_adapter: %s of pages %d..%d failed" % (what, at, at + n))
+    return w.gbps(spent)
+
+
 def adapter(hp, d, w):
     idx = torch.arange(hp.size, dtype=torch.int64)
     b = hs.HiCacheHicache(config(d), {})
     b.register_mem_pool_host(hp)
     if not b.store.pool_info("kv")["zero_copy"]:
         sys.exit("python_adapter: the adapter's pool is not zero-copy")
-    ts = tg = 0.0
-    for at, n in batches(w.total, w.batch):
-        s0 = w.slot(at)
-        hp.pages(s0, n).copy_(w.source(at, n))
-        ix = idx[s0 * PS:(s0 + n) * PS]
-        t0 = time.perf_counter()
-        ok = b.batch_set_v1(w.keys[at:at + n], ix)
-        ts += time.perf_counter() - t0
-        if not all(ok):
-            sys.exit("python_adapter: adapter set failed")
+    st = timed_calls(hp, w, lambda at, n, s0: b.batch_set_v1(w.keys[at:at + n], idx[s0 * PS:(s0 + n) * PS]),
+                     "adapter set", fill=True)
     warm_pool(b.batch_get_v1, w, idx)
     drop_caches()
-    for at, n in batches(w.total, w.batch):
-        s0 = w.slot(at)
-        ix = idx[s0 * PS:(s0 + n) * PS]
-        t0 = time.perf_counter()
-        got = b.batch_get_v1(w.keys[at:at + n], ix)
-        tg += time.perf_counter() - t0
-        if not all(got) or not same_bytes(hp.pages(s0, n), w.source(at, n)):
-            sys.exit("python_adapter: adapter get of pages %d..%d failed" % (at, at + n))
+    gt = timed_calls(hp, w, lambda at, n, s0: b.batch_get_v1(w.keys[at:at + n], idx[s0 * PS:(s0 + n) * PS]),
+                     "adapter get", fill=False)
     b.close()
-    return w.gbps(ts), w.gbps(tg)
+    return st, gt
 
 
 def paired(hp, d, keys, batch, flip):
@@ -306,11 +310,8 @@ def loop(hp, d, w):
     slots as the other sides."""
     os.makedirs(d)
     paths = [os.path.join(d, "%s_bench_0_1.bin" % k) for k in w.keys]
-    ts = tg = 0.0
-    for at, n in batches(w.total, w.batch):
-        s0 = w.slot(at)
-        hp.pages(s0, n).copy_(w.source(at, n))
-        t0 = time.perf_counter()
+
+    def set_call(at, n, s0):
         for j in range(n):
             p = paths[at + j]
             if os.path.exists(p):
@@ -318,35 +319,34 @@ def loop(hp, d, w):
             tmp = "%s.tmp.%d.%d.%s" % (p, os.getpid(), threading.get_ident(), uuid.uuid4().hex)
             hp.get_data_page((s0 + j) * PS).contiguous().view(torch.uint8).numpy().tofile(tmp)
             os.replace(tmp, p)
-        ts += time.perf_counter() - t0
-    drop_caches()
-    for at, n in batches(w.total, w.batch):
-        s0 = w.slot(at)
-        t0 = time.perf_counter()
+        return ()
+
+    def get_call(at, n, s0):
         for j in range(n):
             flat = hp.get_dummy_flat_data_page()
             with open(paths[at + j], "rb", buffering=0) as f:
                 if f.readinto(flat.view(torch.uint8).numpy()) != w.page_bytes:
                     sys.exit("python_adapter: short read of %s" % paths[at + j])
             hp.set_from_flat_data_page((s0 + j) * PS, flat)
-        tg += time.perf_counter() - t0
-        if not same_bytes(hp.pages(s0, n), w.source(at, n)):
-            sys.exit("python_adapter: loop get of pages %d..%d failed" % (at, at + n))
-    return w.gbps(ts), w.gbps(tg)
+        return ()
+
+    st = timed_calls(hp, w, set_call, "loop set", fill=True)
+    drop_caches()
+    return st, timed_calls(hp, w, get_call, "loop get", fill=False)
 
 
 def make_room(base, done, need):
     """Remove finished runs' directories when the next run would leave
     less than 4 GiB free; then wait out ext4's slow creates after many
-    deletes, so that no side's sets pay for them."""
-    if shutil.disk_usage(base).free >= need + 4 * GIB or not done:
-        return
-    print("python_adapter: removing %d finished runs' files for room, then waiting 60 s" % len(done),
-          file=sys.stderr)
-    for d in done:
-        shutil.rmtree(d, ignore_errors=True)
-    done.clear()
-    time.sleep(60)
+    deletes, so that no side's sets pay for them. Stops when that is not
+    room enough."""
+    if shutil.disk_usage(base).free < need + 4 * GIB and done:
+        print("python_adapter: removing %d finished runs' files for room, then waiting 60 s" % len(done),
+              file=sys.stderr)
+        for d in done:
+            shutil.rmtree(d, ignore_errors=True)
+        done.clear()
+        time.sleep(60)
     if shutil.disk_usage(base).free < need + 4 * GIB:
         sys.exit("python_adapter: %.1f GiB free under %s, a run needs %.1f" % (
             shutil.disk_usage(base).free / GIB, base, need / GIB))

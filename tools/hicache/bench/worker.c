@@ -308,7 +308,7 @@ static void *worker_main(void *arg)
 		enum bench_op op = batch_op(ph, j);
 		if (op == OP_COUNT)
 			continue;
-		size_t base = w->b->a->distinct_slots ? (size_t)(first - w->first) : 0;
+		size_t base = bench_slot_per_page(w->b->a) ? (size_t)(first - w->first) : 0;
 		if (batch_keys(w, base, first, n))
 			break;
 		struct tally before = w->tally[op];
