@@ -118,6 +118,9 @@ enum hc_pool_sharing {
 	HC_POOL_RANK_REPLICATED,
 };
 
+/* The longest element type name (hc_pool_reg.elem_type). */
+#define HC_ELEM_TYPE_MAX 31
+
 struct hc_pool_reg {
 	size_t struct_size;
 	bool anchor; /* the pool v1 calls use (see above) */
@@ -128,6 +131,17 @@ struct hc_pool_reg {
 	 * no '/', and the full names must fit (checked here: -EINVAL). */
 	const char *suffix;
 	bool force_bounce; /* this pool only; the store's option still applies */
+	/* The element type of the pool's data, part of its identity: NULL or
+	 * "" = none (the geometry tag is the one stores have always written,
+	 * so pages of existing stores stay readable); else its name, e.g.
+	 * "bfloat16", "float16", "float8_e4m3fn" ([A-Za-z0-9_]{1,HC_ELEM_TYPE_MAX}, else
+	 * -EINVAL naming it). It goes into the geometry tag of every object's
+	 * trailer, so two pools of equal geometry and element width but
+	 * other element types (bf16 and fp16, two fp8 formats) read each
+	 * other's pages as misses (objects of another geometry), never as
+	 * data. Pools that share pages must pass the same name, spelt the
+	 * same way (the store does not know that "bf16" means "bfloat16"). */
+	const char *elem_type;
 };
 HC_API void hc_pool_reg_init(struct hc_pool_reg *reg, size_t size);
 /* hc_store_register_pool with options (reg NULL = defaults: sharing

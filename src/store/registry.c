@@ -21,6 +21,8 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +45,7 @@ static uint64_t segments_hash(const struct hc_pool *pool)
 }
 
 /* Canonical geometry: what must match for bytes to mean the same thing. */
-static uint64_t geometry_hash(const struct hc_pool *pool)
+static uint64_t shape_hash(const struct hc_pool *pool)
 {
 	if (hc_pool_kind(pool) == HC_POOL_SEGMENTS)
 		return segments_hash(pool);
@@ -68,6 +70,42 @@ static uint64_t geometry_hash(const struct hc_pool *pool)
 			g[11 + i] = mg->conv_bytes[i];
 	}
 	return XXH3_64bits(g, sizeof(g));
+}
+
+/* The trailer's geometry tag: the shape, and the element type when the
+ * caller named one. Without one the tag is the shape's hash alone, as
+ * every store before elem_type wrote it; with one, the name is hashed
+ * over it, so bf16 and fp16 pages of one shape (same element width) are
+ * objects of another geometry to each other. */
+static uint64_t geometry_hash(const struct hc_pool *pool, const char *elem_type)
+{
+	uint64_t shape = shape_hash(pool);
+	if (!*elem_type)
+		return shape;
+	return XXH3_64bits_withSeed(elem_type, strlen(elem_type), shape);
+}
+
+/* A caller's element type: NULL or "" = none, else [A-Za-z0-9_]{1,31}
+ * (a name, never text that could be two names run together). */
+static int elem_type_load(struct store_ctx *c, const char *elem_type)
+{
+	if (!elem_type || !*elem_type)
+		return 0;
+	size_t len = strnlen(elem_type, HC_ELEM_TYPE_MAX + 1);
+	bool ok = len <= HC_ELEM_TYPE_MAX;
+	for (size_t i = 0; ok && i < len; i++) {
+		char ch = elem_type[i];
+		ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		     (ch >= '0' && ch <= '9') || ch == '_';
+	}
+	if (!ok)
+		return util_fail(-EINVAL,
+				 "store: pool '%s': element type '%.*s%s' is not "
+				 "[A-Za-z0-9_]{1,%d} (e.g. \"bfloat16\")",
+				 c->name, HC_ELEM_TYPE_MAX, elem_type,
+				 len > HC_ELEM_TYPE_MAX ? "..." : "", HC_ELEM_TYPE_MAX);
+	memcpy(c->elem_type, elem_type, len + 1);
+	return 0;
 }
 
 static int set_component(struct store_ctx *c, unsigned i, enum hc_component kind, const char *pool,
@@ -119,6 +157,13 @@ static int name_objects(struct store_ctx *c, const struct hc_segment *segs, unsi
 	}
 	return 0;
 }
+
+#if UINTPTR_MAX == UINT64_MAX
+/* ABI: elem_type came after force_bounce, past the 32 bytes callers built
+ * before it pass (not in their tail padding, which util_opts_load copies). */
+_Static_assert(offsetof(struct hc_pool_reg, elem_type) == 32 && sizeof(struct hc_pool_reg) == 40,
+	       "struct hc_pool_reg is ABI: new fields go at the end");
+#endif
 
 void hc_pool_reg_init(struct hc_pool_reg *reg, size_t size)
 {
@@ -275,6 +320,8 @@ static int ctx_build(struct hc_store *st, const char *name, struct hc_pool *pool
 	c->page_bytes = hc_pool_page_bytes(pool);
 	c->alignment = st->ops->alignment(st->be);
 	int rc = ctx_naming(st, c, reg);
+	if (!rc)
+		rc = elem_type_load(c, reg->elem_type);
 	if (rc)
 		return rc;
 
@@ -319,7 +366,7 @@ static int ctx_build(struct hc_store *st, const char *name, struct hc_pool *pool
 	c->tmpl.pool_kind = (uint16_t)kind;
 	c->tmpl.layout = kv ? (uint16_t)kv->layout : 0;
 	c->tmpl.page_tokens = hc_pool_page_tokens(pool);
-	c->tmpl.geometry = geometry_hash(pool);
+	c->tmpl.geometry = geometry_hash(pool, c->elem_type);
 	return 0;
 }
 
@@ -378,8 +425,9 @@ int hc_store_register_pool_ex(struct hc_store *st, const char *name, struct hc_p
 		free(c);
 		return rc;
 	}
-	log_info("store: pool '%s' (%s, %zu-byte pages): %s, %u object(s) per page, '%s'%s", name,
-		 hc_pool_kind_name(kind), c->page_bytes,
+	log_info("store: pool '%s' (%s%s%s, %zu-byte pages): %s, %u object(s) per page, '%s'%s",
+		 name, hc_pool_kind_name(kind), *c->elem_type ? " of " : "", c->elem_type,
+		 c->page_bytes,
 		 c->marker      ? "marker"
 		 : c->zero_copy ? "zero-copy"
 				: "bounce",

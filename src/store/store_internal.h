@@ -66,6 +66,7 @@ struct store_ctx {
 	bool zero_copy;
 	bool skip_writes; /* rank-replicated on a TP rank other than 0 */
 	char suffix[HC_SUFFIX_MAX];
+	char elem_type[HC_ELEM_TYPE_MAX + 1]; /* "" = none (hc_pool_reg.elem_type) */
 	/* Longest name usable in place of a key: suffix and longest component
 	 * still fit STORE_NAME_LEN_MAX. */
 	size_t name_room;
