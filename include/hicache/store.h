@@ -195,7 +195,11 @@ HC_API int hc_store_set(struct hc_store *store, const struct hc_key *keys, size_
 /* Read keys[i] into pages[i]. Returns the number of leading hits. A page
  * that is not a hit may have been written all the same (a read that failed
  * its checksum lands there, as in zero-copy mode it must): its content is
- * unspecified. */
+ * unspecified. Each destination page may appear once per call (in v2:
+ * once over every transfer of its pool; a key may be read into several
+ * pages): a page named twice fails the call with -EINVAL naming it,
+ * nothing read. The pages must not be written by anyone else until the
+ * call returns (a page changed under its read is a miss). */
 HC_API int64_t hc_store_get(struct hc_store *store, const struct hc_key *keys, size_t n,
 			    const uint64_t *pages, int *results);
 /* Number of consecutive keys from the start whose pages exist. */

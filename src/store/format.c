@@ -87,3 +87,15 @@ int format_trailer_read(const void *block, struct store_trailer *out)
 		return -EBADMSG;
 	return 0;
 }
+
+int format_check_image(const void *obj, uint64_t len, struct store_trailer *out)
+{
+	if (len < FORMAT_BLOCK || len % FORMAT_BLOCK)
+		return -EBADMSG;
+	if (format_trailer_read((const char *)obj + len - FORMAT_BLOCK, out) ||
+	    format_object_len(out->payload_len) != len || (out->payload_len && !out->checksum))
+		return -EBADMSG;
+	if (out->payload_len && XXH3_64bits(obj, out->payload_len) != out->checksum)
+		return -EBADMSG;
+	return 0;
+}

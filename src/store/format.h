@@ -62,4 +62,8 @@ int format_trailer_read(const void *block, struct store_trailer *out);
  * -errno of a read (-ENODATA: the file shrank while read). */
 int format_check_fd(int fd, uint64_t size, struct store_trailer *out);
 
+/* The same check of an object image in memory (the mem backend's
+ * healing): len bytes at obj. Returns 0 (*out filled) or -EBADMSG. */
+int format_check_image(const void *obj, uint64_t len, struct store_trailer *out);
+
 #endif

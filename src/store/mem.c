@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "store/backend.h"
+#include "store/format.h"
 #include "util/util.h"
 
 #include <hicache/config.h>
@@ -243,6 +244,12 @@ static int64_t mem_exists(void *p, struct store_obj *objs, size_t n, bool stop_a
 	return lead;
 }
 
+/* Healing after a get found an object damaged: removed only when the
+ * bytes stored under its name are themselves not a valid object (as the
+ * file backend checks the file it moved aside). A get's verdict is made
+ * on the copy in the caller's memory, which something else may have
+ * written meanwhile (a caller's buffer reused under the read); the stored
+ * image is what decides. A valid one stays: -EEXIST. */
 static int mem_remove(void *p, struct store_obj *objs, size_t n)
 {
 	struct mem_be *m = p;
@@ -250,8 +257,14 @@ static int mem_remove(void *p, struct store_obj *objs, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		struct mem_obj *o = *slot_of(m, objs[i].name,
 					     XXH3_64bits(objs[i].name, strlen(objs[i].name)));
-		objs[i].result = o ? 0 : -ENOENT;
-		if (o)
+		struct store_trailer t;
+		if (!o)
+			objs[i].result = -ENOENT;
+		else if (!format_check_image(o->data, o->len, &t))
+			objs[i].result = -EEXIST;
+		else
+			objs[i].result = 0;
+		if (!objs[i].result)
 			remove_obj(m, o);
 	}
 	pthread_mutex_unlock(&m->lock);

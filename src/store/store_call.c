@@ -156,6 +156,8 @@ static int op_plan(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, e
 			       what, ctxs[0]->name);
 	if (!rc)
 		rc = store_plan(c, nt, ctxs, v1, &o->e, &o->ne, &o->hexkeys, what);
+	if (!rc && dir == OP_GET)
+		rc = store_plan_check_dests(c, nt, v1, o->e, o->ne, what);
 	free(c);
 	free(ctxs);
 	if (rc) {

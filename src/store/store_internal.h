@@ -273,6 +273,10 @@ void store_get_arrived(void *arg);
  * first; 0 or -errno (named). */
 int store_plan(struct hc_pool_transfer *t, size_t nt, struct store_ctx *const *ctxs, bool v1,
 	       struct entry **out, size_t *nout, struct hc_key **hexkeys, const char *what);
+/* A get's entries e[0..n) (planned from t[0..nt)) must name each
+ * destination page once; 0 or -EINVAL naming the page (nothing read). */
+int store_plan_check_dests(const struct hc_pool_transfer *t, size_t nt, bool v1,
+			   const struct entry *e, size_t n, const char *what);
 /* How many entries from `from` fit one chunk (objects and bounce bytes). */
 size_t store_chunk_end(const struct entry *e, size_t from, size_t n, size_t *bounce_bytes);
 int store_set_chunk_build(struct hc_store *st, struct work *w, struct entry *e, size_t from,

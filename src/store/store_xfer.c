@@ -11,6 +11,7 @@
 #include <hicache/store.h>
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #define CHUNK_BOUNCE_BYTES (64u << 20)
@@ -87,6 +88,107 @@ int store_plan(struct hc_pool_transfer *t, size_t nt, struct store_ctx *const *c
 	*nout = total;
 	*hexkeys = hk;
 	return 0;
+}
+
+/* A get's destination: entry k of the call, its pool's memory and page. */
+struct dest {
+	const struct hc_pool *pool;
+	uint64_t page;
+	size_t k;
+};
+
+static int dest_cmp(const void *pa, const void *pb)
+{
+	const struct dest *a = pa, *b = pb;
+	if (a->pool != b->pool)
+		return (uintptr_t)a->pool < (uintptr_t)b->pool ? -1 : 1;
+	if (a->page != b->page)
+		return a->page < b->page ? -1 : 1;
+	return a->k < b->k ? -1 : a->k > b->k;
+}
+
+/* Transfer *ti and its page *tj of the call's flat entry k. */
+static void entry_at(const struct hc_pool_transfer *t, size_t nt, size_t k, size_t *ti, size_t *tj)
+{
+	size_t i = 0;
+	while (i + 1 < nt && k >= t[i].n) {
+		k -= t[i].n;
+		i++;
+	}
+	*ti = i;
+	*tj = k;
+}
+
+static int dest_twice(const struct hc_pool_transfer *t, size_t nt, bool v1, const struct entry *e,
+		      size_t a, size_t b, const char *what)
+{
+	size_t ta, ja, tb, jb;
+	entry_at(t, nt, a, &ta, &ja);
+	entry_at(t, nt, b, &tb, &jb);
+	if (v1)
+		return util_fail(-EINVAL,
+				 "%s: page %llu of pool '%s' is the destination of pages[%zu] "
+				 "and pages[%zu]; a get reads each page into its own slot, so "
+				 "nothing was read",
+				 what, (unsigned long long)e[a].page, e[a].ctx->name, ja, jb);
+	return util_fail(-EINVAL,
+			 "%s: page %llu of pool '%s' is the destination of page %zu of "
+			 "transfer %zu and page %zu of transfer %zu; a get reads each page "
+			 "into its own slot, so nothing was read",
+			 what, (unsigned long long)e[a].page, e[a].ctx->name, ja, ta, jb, tb);
+}
+
+/* Whether the runs of entries of one pool so far all rise strictly, each
+ * pool in one run (the engines' usual call): no page can repeat then.
+ * Else false, and the sort below decides. */
+static bool dests_rise(const struct entry *e, size_t n)
+{
+	const struct hc_pool *seen[STORE_MAX_POOLS];
+	size_t nseen = 0;
+	for (size_t k = 0; k < n; k++) {
+		const struct hc_pool *p = e[k].ctx->pool;
+		if (k && p == e[k - 1].ctx->pool) {
+			if (e[k].page <= e[k - 1].page)
+				return false;
+			continue;
+		}
+		for (size_t s = 0; s < nseen; s++)
+			if (seen[s] == p)
+				return false;
+		if (nseen == STORE_MAX_POOLS)
+			return false;
+		seen[nseen++] = p;
+	}
+	return true;
+}
+
+/* A get must not name one destination page twice (in one transfer, or in
+ * two transfers of one pool): the second object read into a page the
+ * first is being read into, or checked there, would fail its checksum
+ * against the other's bytes, and a healthy object would be counted
+ * corrupt and deleted. Refused whole before anything is read; cheap for
+ * the usual call (dests_rise), a sort of a copy otherwise. Pages of a
+ * logical anchor hold nothing and may repeat. Returns 0, -EINVAL naming
+ * the page, or -ENOMEM. */
+int store_plan_check_dests(const struct hc_pool_transfer *t, size_t nt, bool v1,
+			   const struct entry *e, size_t n, const char *what)
+{
+	if (n < 2 || dests_rise(e, n))
+		return 0;
+	struct dest *d = hc_fault_malloc(n * sizeof(*d));
+	if (!d)
+		return util_fail(-ENOMEM, "%s: no memory", what);
+	size_t m = 0;
+	for (size_t k = 0; k < n; k++)
+		if (!e[k].ctx->marker)
+			d[m++] = (struct dest){e[k].ctx->pool, e[k].page, k};
+	qsort(d, m, sizeof(*d), dest_cmp);
+	int rc = 0;
+	for (size_t i = 1; i < m && !rc; i++)
+		if (d[i].pool == d[i - 1].pool && d[i].page == d[i - 1].page)
+			rc = dest_twice(t, nt, v1, e, d[i - 1].k, d[i].k, what);
+	free(d);
+	return rc;
 }
 
 static void set_result(struct entry *e, int rc)
