@@ -324,7 +324,9 @@ HC_API int64_t hc_store_exists_query(struct hc_store *store, struct hc_exists_qu
  * ends with this one's ("p0" + "_x_m_0_1" against "_m_0_1") is deleted
  * too; an S3 prefix without a trailing '/' shares names with longer ones
  * ("a" + "b..." is "ab" + "..."). A file-store clear reads all 256 bucket
- * dirs of every base dir. */
+ * dirs of every base dir; it follows no symlink (a bucket that is one is
+ * skipped) and deletes only regular files: a directory, symlink or other
+ * non-file under an object's name is left, logged once per clear. */
 HC_API int64_t hc_store_clear(struct hc_store *store);
 
 /* ---- statistics ---- */
