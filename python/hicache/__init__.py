@@ -23,6 +23,8 @@ The SGLang storage backend is hicache.sglang.HiCacheHicache.
 import ctypes
 import errno as _errno
 import json
+import operator
+import os
 import threading
 
 from . import _lib
@@ -45,6 +47,20 @@ __all__ = [
 
 _LIB, _LIB_PATH = _lib.load()
 _C = _LIB
+
+# The process this module's handles belong to. A forked child inherits the
+# parent's stores and pools as bytes only: their worker threads and rings
+# stay with the parent (and the rings' memory is shared with it), so the
+# child must never call into them, not even to close them.
+_PID = os.getpid()
+
+
+def _after_fork_in_child():
+    global _PID
+    _PID = os.getpid()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Error(OSError):
@@ -69,6 +85,105 @@ def _check(rc, what):
     if rc < 0:
         raise Error(int(rc), what, last_error())
     return rc
+
+
+class _Life:
+    """The lifetime of one C handle: calls in flight hold it open, close
+    waits for them and then runs destroy once; after close, and in a
+    process forked from the one that opened it, every call raises Error
+    (EBADF) instead of reaching C."""
+
+    __slots__ = ("h", "what", "busy", "cond", "pid")
+
+    def __init__(self, handle, what):
+        self.h = handle
+        self.what = what
+        self.busy = 0
+        self.cond = threading.Condition()
+        self.pid = _PID
+
+    def enter(self):
+        with self.cond:
+            if not self.h:
+                raise Error(-_errno.EBADF, self.what, "%s is closed" % self.what)
+            if self.pid != _PID:
+                raise Error(-_errno.EBADF, self.what,
+                            "%s was opened in process %d, this is %d (a fork): open a new one here"
+                            % (self.what, self.pid, _PID))
+            self.busy += 1
+            return self.h
+
+    def leave(self):
+        with self.cond:
+            self.busy -= 1
+            if not self.busy:
+                self.cond.notify_all()
+
+    def call(self, fn, *args):
+        h = self.enter()
+        try:
+            return fn(h, *args)
+        finally:
+            self.leave()
+
+    def close(self, destroy):
+        """Take the handle (waiting for calls in flight) and destroy it,
+        once; a forked child drops it without touching C."""
+        with self.cond:
+            h, self.h = self.h, None
+            while self.busy:
+                self.cond.wait()
+        if h and self.pid == _PID:
+            destroy(h)
+        return bool(h)
+
+    @property
+    def open(self):
+        return bool(self.h) and self.pid == _PID
+
+
+def _cstr(s, what):
+    """s (str or bytes) as the NUL-terminated bytes a C call reads: a NUL
+    inside would silently cut the name short in C, so it is refused."""
+    if isinstance(s, str):
+        b = s.encode()
+    elif isinstance(s, (bytes, bytearray)):
+        b = bytes(s)
+    else:
+        raise TypeError("hicache: %s must be a str, not %s" % (what, type(s).__name__))
+    if b"\0" in b:
+        raise ValueError("hicache: %s %r holds a NUL byte" % (what, s))
+    return b
+
+
+def _no_nul(obj, what):
+    """Every string inside a JSON-able config: cJSON would read "\u0000" as
+    the end of the string."""
+    if isinstance(obj, str):
+        if "\0" in obj:
+            raise ValueError("hicache: %s: %r holds a NUL byte" % (what, obj))
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            _no_nul(k, what)
+            _no_nul(v, "%s.%s" % (what, k))
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _no_nul(v, what)
+
+
+def _index(v, what, limit=None):
+    """An integer index (int, numpy or 0-d torch integer; never a float or
+    a bool) in [0, limit) (limit None: [0, 2**63))."""
+    if isinstance(v, bool):
+        raise TypeError("hicache: %s must be an integer, not a bool" % what)
+    try:
+        i = operator.index(v)
+    except TypeError:
+        raise TypeError("hicache: %s must be an integer, not %s" % (what, type(v).__name__)) from None
+    top = (1 << 63) if limit is None else limit
+    if not 0 <= i < top:
+        raise ValueError("hicache: %s %d is outside [0, %d)" % (what, i, top))
+    return i
 
 
 def last_error():
@@ -101,27 +216,41 @@ def set_log_level(level):
 
 
 class _Mem:
-    """(address, length) of a contiguous buffer, holding what keeps it
-    alive. Accepts torch tensors (data_ptr/numel/element_size), numpy
-    arrays, (address, length) tuples and writable buffer-protocol objects
-    (mmap, bytearray, memoryview)."""
+    """(address, length) of a contiguous host buffer, holding what keeps it
+    alive. Accepts CPU torch tensors (data_ptr/numel/element_size), numpy
+    arrays, (address, length) tuples and buffer-protocol objects (mmap,
+    bytearray, memoryview; bytes only where nothing is written into it).
+    writable: the library will write into it (get targets, pool memory):
+    read-only memory is refused, never written."""
 
-    __slots__ = ("addr", "len", "ref")
+    __slots__ = ("addr", "len", "ref", "tensor")
 
-    def __init__(self, obj, what="buffer"):
+    def __init__(self, obj, what="buffer", writable=True):
         self.ref = obj
+        self.tensor = None
         if isinstance(obj, tuple) and len(obj) == 2:
-            self.addr, self.len = int(obj[0]), int(obj[1])
+            addr, n = _index(obj[0], what + " address"), _index(obj[1], what + " length")
+            if addr + n >= 1 << 64 or (n and not addr):
+                raise ValueError("hicache: %s: address 0x%x + %d bytes is not a buffer" % (what, addr, n))
+            self.addr, self.len = addr, n
             return
         if hasattr(obj, "data_ptr") and hasattr(obj, "element_size"):
+            dev = getattr(obj, "device", None)
+            if dev is not None and getattr(dev, "type", "cpu") != "cpu":
+                raise ValueError("hicache: %s: a %s tensor is not host memory" % (what, dev))
             if hasattr(obj, "is_contiguous") and not obj.is_contiguous():
                 raise ValueError("hicache: %s: tensor is not contiguous" % what)
             self.addr = int(obj.data_ptr())
             self.len = int(obj.numel()) * int(obj.element_size())
+            # Checked per call (moved()): an engine that reallocates or
+            # resizes the tensor would leave this address behind.
+            self.tensor = obj
             return
         if hasattr(obj, "__array_interface__") and hasattr(obj, "ctypes"):
             if not obj.flags["C_CONTIGUOUS"]:
                 raise ValueError("hicache: %s: array is not C-contiguous" % what)
+            if writable and not obj.flags["WRITEABLE"]:
+                raise ValueError("hicache: %s: array is read-only" % what)
             self.addr = int(obj.ctypes.data)
             self.len = int(obj.nbytes)
             return
@@ -130,11 +259,13 @@ class _Mem:
             raise ValueError("hicache: %s: buffer is not contiguous" % what)
         n = mv.nbytes
         if mv.readonly:
+            if writable:
+                raise ValueError("hicache: %s: buffer is read-only" % what)
             if isinstance(obj, bytes):
                 self.addr = ctypes.cast(ctypes.c_char_p(obj), ctypes.c_void_p).value or 0
                 self.len = n
                 return
-            raise ValueError("hicache: %s: buffer is read-only" % what)
+            raise ValueError("hicache: %s: read-only buffer of type %s" % (what, type(obj).__name__))
         if n == 0:
             self.addr, self.len = 0, 0
             return
@@ -142,6 +273,17 @@ class _Mem:
         self.ref = (obj, carr)
         self.addr = ctypes.addressof(carr)
         self.len = n
+
+    def moved(self):
+        """Why this tensor's memory is no longer where it was wrapped, or
+        None (a resize_ or set_ moves it; the old block may be freed)."""
+        t = self.tensor
+        if t is None:
+            return None
+        addr, n = int(t.data_ptr()), int(t.numel()) * int(t.element_size())
+        if addr != self.addr or n != self.len:
+            return "tensor moved from 0x%x (%d bytes) to 0x%x (%d bytes)" % (self.addr, self.len, addr, n)
+        return None
 
 
 def _region(mem):
@@ -154,7 +296,9 @@ def _region(mem):
 class _Keys:
     """Keys for one call: a packed hc_key array when every key is a 64-digit
     lowercase hex string (or 32 raw bytes), else an array of names. Holds
-    the buffers the C call reads."""
+    the buffers the C call reads. keys is a list (or tuple, or any other
+    iterable but a str or bytes-like object of names) of str or of bytes;
+    a lone str is refused, never read as one key per character."""
 
     __slots__ = ("n", "keys", "names", "ref")
 
@@ -162,6 +306,8 @@ class _Keys:
         self.keys = None
         self.names = None
         self.ref = None
+        if isinstance(keys, str):
+            raise TypeError("hicache: keys must be a list of keys, not one str (wrap a single key in a list)")
         if isinstance(keys, (bytes, bytearray, memoryview)):
             raw = bytes(keys)
             if len(raw) % KEY_BYTES:
@@ -169,13 +315,21 @@ class _Keys:
             self.n = len(raw) // KEY_BYTES
             self._packed(raw)
             return
+        if keys is None:
+            raise TypeError("hicache: keys must be a list of keys, not None")
         keys = keys if isinstance(keys, list) else list(keys)
         self.n = n = len(keys)
         if n == 0:
             return
-        first = keys[0]
-        if isinstance(first, str):
-            joined = "".join(keys)
+        if isinstance(keys[0], str):
+            try:
+                joined = "".join(keys)
+            except TypeError:
+                bad = next(k for k in keys if not isinstance(k, str))
+                raise TypeError("hicache: keys mix str and %s" % type(bad).__name__) from None
+            if "\0" in joined:
+                i = next(i for i, k in enumerate(keys) if "\0" in k)
+                raise ValueError("hicache: key %d (%r) holds a NUL byte" % (i, keys[i]))
             # SGLang's keys: one join and one fromhex for the whole batch.
             # Only lowercase 64-digit keys are hc_keys (a name of other
             # text is used verbatim); lengths are checked per key in C.
@@ -189,13 +343,18 @@ class _Keys:
                     return
             self._named([k.encode() for k in keys])
             return
-        if isinstance(first, (bytes, bytearray)):
+        if all(isinstance(k, (bytes, bytearray)) for k in keys):
             if set(map(len, keys)) == {KEY_BYTES}:
                 self._packed(b"".join(keys))
                 return
-            self._named([bytes(k) for k in keys])
+            enc = [bytes(k) for k in keys]
+            for i, k in enumerate(enc):
+                if b"\0" in k:
+                    raise ValueError("hicache: key %d (%r) holds a NUL byte" % (i, k))
+            self._named(enc)
             return
-        raise TypeError("hicache: keys must be str or bytes, not %s" % type(first).__name__)
+        bad = next(k for k in keys if not isinstance(k, (str, bytes, bytearray)))
+        raise TypeError("hicache: keys must be str or bytes, not %s" % type(bad).__name__)
 
     def _packed(self, raw):
         buf = ctypes.create_string_buffer(raw, len(raw))
@@ -210,6 +369,8 @@ class _Keys:
 
 def keys_to_bytes(keys):
     """64-hex keys -> one bytes object of n x 32 (hc_key[n])."""
+    if isinstance(keys, str):
+        raise TypeError("hicache: keys must be a list of keys, not one str")
     joined = "".join(keys)
     raw = bytes.fromhex(joined)
     if len(raw) != KEY_BYTES * len(keys) or set(map(len, keys)) - {KEY_HEX_LEN}:
@@ -217,17 +378,29 @@ def keys_to_bytes(keys):
     return raw
 
 
+_INDEX_MAX = (1 << 63) - 1
+
+
 class _Pages:
-    """uint64 page indices for one call, without per-page Python work for
-    tensors and numpy arrays."""
+    """int64 page indices for one call, without per-page Python work for
+    tensors and numpy arrays. Integers only (a float index is refused, not
+    truncated), each in [0, 2**63) (never wrapped); the store checks the
+    upper bound against the pool."""
 
     __slots__ = ("n", "ptr", "ref")
 
     def __init__(self, pages):
+        if isinstance(pages, (str, bytes, bytearray)) or pages is None:
+            raise TypeError("hicache: pages must be integers, not %s" % type(pages).__name__)
         if hasattr(pages, "data_ptr") and hasattr(pages, "element_size"):
             import torch
 
-            t = pages.to(torch.int64).contiguous().reshape(-1)
+            if pages.dtype.is_floating_point or pages.dtype.is_complex or pages.dtype == torch.bool:
+                raise TypeError("hicache: pages must be an integer tensor, not %s" % pages.dtype)
+            t = pages.reshape(-1)
+            if t.numel() and (int(t.min()) < 0 or int(t.max()) > _INDEX_MAX):
+                raise ValueError("hicache: a page index outside [0, 2**63)")
+            t = t.to(device="cpu", dtype=torch.int64).contiguous()
             self.ref = t
             self.n = int(t.numel())
             self.ptr = ctypes.c_void_p(t.data_ptr() if self.n else 0)
@@ -235,12 +408,17 @@ class _Pages:
         if hasattr(pages, "__array_interface__"):
             import numpy as np
 
-            a = np.ascontiguousarray(pages, dtype=np.int64).reshape(-1)
+            a = np.asarray(pages).reshape(-1)
+            if a.dtype.kind not in "iu":
+                raise TypeError("hicache: pages must be an integer array, not %s" % a.dtype)
+            if a.size and (int(a.min()) < 0 or int(a.max()) > _INDEX_MAX):
+                raise ValueError("hicache: a page index outside [0, 2**63)")
+            a = np.ascontiguousarray(a, dtype=np.int64)
             self.ref = a
             self.n = int(a.size)
             self.ptr = ctypes.c_void_p(a.ctypes.data if self.n else 0)
             return
-        pages = list(pages)
+        pages = [_index(p, "page index") for p in pages]
         self.n = len(pages)
         arr = (ctypes.c_int64 * self.n)(*pages)
         self.ref = arr
@@ -268,11 +446,12 @@ class Pool:
     they were given; created pools (create_kv) own their memory."""
 
     def __init__(self, handle, refs, kind):
-        self._h = handle
+        self._life = _Life(handle, "pool")
         self._refs = refs
         self.kind = kind
         self._stores = 0
         self._lock = threading.Lock()
+        self._pages = int(_C.hc_pool_pages(handle))
 
     # constructors
 
@@ -313,6 +492,9 @@ class Pool:
     def wrap_mamba(cls, temporal, convs, *, slots, layers):
         """temporal: None or an empty buffer for none; convs: 1..8 buffers,
         each slots x layers x (its bytes per layer and slot)."""
+        slots, layers = _index(slots, "mamba slots"), _index(layers, "mamba layers")
+        if not slots or not layers:
+            raise ValueError("hicache: mamba pool: slots and layers must be > 0")
         geo = _lib.MambaGeometry()
         geo.slots = slots
         geo.layers = layers
@@ -366,54 +548,76 @@ class Pool:
     # queries
 
     def _handle(self):
-        if not self._h:
-            raise ValueError("hicache: pool is closed")
-        return self._h
+        """The C handle (or Error when closed or inherited through fork)."""
+        h = self._life.enter()
+        self._life.leave()
+        return h
+
+    def moved(self):
+        """Why the memory this pool wraps is no longer where it was wrapped
+        (a tensor resized or re-set since), or None."""
+        for m in self._refs or ():
+            why = m.moved() if isinstance(m, _Mem) else None
+            if why:
+                return why
+        return None
+
+    def _check_memory(self):
+        why = self.moved()
+        if why:
+            raise Error(-_errno.EFAULT, "pool", "the memory of this %s pool moved: %s" % (self.kind, why))
 
     @property
     def pages(self):
-        return int(_C.hc_pool_pages(self._handle()))
+        return int(self._life.call(_C.hc_pool_pages))
 
     @property
     def page_tokens(self):
-        return int(_C.hc_pool_page_tokens(self._handle()))
+        return int(self._life.call(_C.hc_pool_page_tokens))
 
     @property
     def page_bytes(self):
-        return int(_C.hc_pool_page_bytes(self._handle()))
+        return int(self._life.call(_C.hc_pool_page_bytes))
 
     @property
     def contiguous(self):
-        return bool(_C.hc_pool_contiguous(self._handle()))
+        return bool(self._life.call(_C.hc_pool_contiguous))
 
     def aligned(self, alignment=4096):
-        return bool(_C.hc_pool_aligned(self._handle(), alignment))
+        return bool(self._life.call(_C.hc_pool_aligned, _index(alignment, "alignment")))
 
     def segments(self, page):
         """[(address, length), ...] of the page's zero-copy segments."""
+        page = _index(page, "page", self._pages)
         segs = (_lib.Segment * 16)()
-        n = _check(_C.hc_pool_page_segments(self._handle(), page, segs, 16), "pool segments")
+        n = _check(self._life.call(_C.hc_pool_page_segments, page, segs, 16), "pool segments")
         return [(segs[i].addr or 0, segs[i].len) for i in range(n)]
 
     def gather(self, page, out=None):
         """The page's flat bytes (into out, a writable buffer, if given)."""
+        page = _index(page, "page", self._pages)
         if out is None:
             out = bytearray(self.page_bytes)
-        m = _Mem(out, "gather target")
-        _check(_C.hc_pool_gather(self._handle(), page, m.addr, m.len), "gather page %d" % page)
+        m = _Mem(out, "gather target", writable=True)
+        self._check_memory()
+        _check(self._life.call(_C.hc_pool_gather, page, m.addr, m.len), "gather page %d" % page)
         return out
 
     def scatter(self, page, data):
-        m = _Mem(data, "scatter source")
-        _check(_C.hc_pool_scatter(self._handle(), page, m.addr, m.len), "scatter page %d" % page)
+        page = _index(page, "page", self._pages)
+        m = _Mem(data, "scatter source", writable=False)
+        self._check_memory()
+        _check(self._life.call(_C.hc_pool_scatter, page, m.addr, m.len), "scatter page %d" % page)
+
+    @property
+    def closed(self):
+        return not self._life.open
 
     def close(self):
         with self._lock:
             if self._stores:
                 raise Error(-_errno.EBUSY, "close pool", "still registered in a store")
-            h, self._h = self._h, None
-        if h:
-            _C.hc_pool_destroy(h)
+        self._life.close(_C.hc_pool_destroy)
         self._refs = None
 
     def __enter__(self):
@@ -424,7 +628,7 @@ class Pool:
 
     def __del__(self):
         try:
-            if self._h and not self._stores:
+            if not self._stores:
                 self.close()
         except Exception:
             pass
@@ -470,7 +674,9 @@ class Store:
     """An open store. config: a dict of docs/CONFIG.md keys plus the store
     options backend ('file', 'mem', 's3'), model, tp_rank, tp_size and
     force_bounce (also accepted as keyword arguments). Any thread may call
-    set/get/exists/clear/stats at once; close() waits for calls in flight."""
+    set/get/exists/clear/stats at once; close() waits for calls in flight.
+    After close(), and in a child forked after the store was opened, every
+    call raises Error (EBADF)."""
 
     def __init__(self, config=None, **opts):
         cfg = dict(config or {})
@@ -480,60 +686,43 @@ class Store:
         unknown = set(opts) - set(_OPT_KEYS)
         if unknown:
             raise ValueError("hicache: unknown store option %s" % ", ".join(sorted(unknown)))
+        _no_nul(cfg, "config")
         self._pools = {}
-        self._lock = threading.Condition()
-        self._busy = 0
-        self._h = None
+        self._anchor = None  # the anchor's registered name ("kv" names it too)
+        self._lock = threading.Lock()
+        self._life = _Life(None, "store")
+        o = _lib.StoreOpts()
+        _C.hc_store_opts_init(ctypes.byref(o), ctypes.sizeof(o))
+        self._backend = _cstr(str(opts.get("backend") or "file"), "backend")
+        o.backend = self._backend
+        model = opts.get("model")
+        self._model = _model_name(model) if model else None
+        o.model = self._model
+        o.tp_rank = _index(opts.get("tp_rank", 0), "tp_rank", 1 << 32)
+        o.tp_size = _index(opts.get("tp_size", 1), "tp_size", 1 << 32)
+        o.force_bounce = bool(opts.get("force_bounce", False))
         chandle = ctypes.c_void_p()
         text = json.dumps(cfg).encode() if cfg else None
         _check(_C.hc_config_create(text, ctypes.byref(chandle)), "store config")
         try:
-            o = _lib.StoreOpts()
-            _C.hc_store_opts_init(ctypes.byref(o), ctypes.sizeof(o))
-            self._backend = str(opts.get("backend") or "file").encode()
-            o.backend = self._backend
             o.config = chandle
-            self._model = str(opts["model"]).encode() if opts.get("model") else None
-            o.model = self._model
-            o.tp_rank = int(opts.get("tp_rank", 0))
-            o.tp_size = int(opts.get("tp_size", 1))
-            o.force_bounce = bool(opts.get("force_bounce", False))
             h = ctypes.c_void_p()
             _check(_C.hc_store_open(ctypes.byref(o), ctypes.byref(h)), "open store")
-            self._h = h
+            self._life = _Life(h, "store")
         finally:
             _C.hc_config_destroy(chandle)
 
-    # lifetime: calls in flight hold the store open
-
-    def _enter(self):
-        with self._lock:
-            if not self._h:
-                raise Error(-_errno.EBADF, "store", "store is closed")
-            self._busy += 1
-            return self._h
-
-    def _leave(self):
-        with self._lock:
-            self._busy -= 1
-            if not self._busy:
-                self._lock.notify_all()
-
     def close(self):
-        with self._lock:
-            h, self._h = self._h, None
-            while self._busy:
-                self._lock.wait()
-        if h:
-            _C.hc_store_close(h)
-            for p in self._pools.values():
+        if self._life.close(_C.hc_store_close):
+            with self._lock:
+                pools, self._pools, self._anchor = self._pools, {}, None
+            for p in pools.values():
                 with p._lock:
                     p._stores -= 1
-            self._pools = {}
 
     @property
     def closed(self):
-        return not self._h
+        return not self._life.open
 
     def __enter__(self):
         return self
@@ -548,11 +737,16 @@ class Store:
             pass
 
     def _call(self, fn, *args):
-        h = self._enter()
-        try:
-            return fn(h, *args)
-        finally:
-            self._leave()
+        return self._life.call(fn, *args)
+
+    def _check_memory(self, names):
+        """The pools a call moves pages of must still wrap live memory."""
+        with self._lock:
+            pools = [self._pools.get(self._anchor if n == "kv" and "kv" not in self._pools else n)
+                     for n in names]
+        for p in pools:
+            if p is not None:
+                p._check_memory()
 
     # properties
 
@@ -570,37 +764,67 @@ class Store:
 
     # pools
 
-    def register(self, name, pool, *, anchor=False, sharing="auto", suffix=None, force_bounce=False):
+    def register(self, name, pool, *, anchor=False, sharing="auto", suffix=None, force_bounce=False,
+                 elem_type=None):
+        """Register pool under name. suffix: this pool's name suffix,
+        verbatim (default: the store's model and TP ranks). elem_type: the
+        element type of its bytes ("bfloat16", "float8_e4m3fn", ...): folded
+        into the objects' geometry tag, so pools that differ only in it
+        read each other's pages as misses."""
+        if not isinstance(pool, Pool):
+            raise TypeError("hicache: register: pool must be a hicache.Pool, not %s" % type(pool).__name__)
+        cname = _cstr(name, "pool name")
         reg = _lib.PoolReg()
         _C.hc_pool_reg_init(ctypes.byref(reg), ctypes.sizeof(reg))
         reg.anchor = bool(anchor)
-        reg.sharing = _SHARING[sharing] if isinstance(sharing, str) else int(sharing)
-        sfx = suffix.encode() if suffix is not None else None
+        if isinstance(sharing, str):
+            if sharing not in _SHARING:
+                raise ValueError("hicache: unknown sharing %r (one of %s)" % (sharing, ", ".join(_SHARING)))
+            reg.sharing = _SHARING[sharing]
+        else:
+            reg.sharing = _index(sharing, "sharing", len(_SHARING))
+        sfx = _cstr(suffix, "suffix") if suffix is not None else None
         reg.suffix = sfx
         reg.force_bounce = bool(force_bounce)
-        _check(self._call(_C.hc_store_register_pool_ex, name.encode(), pool._handle(), ctypes.byref(reg)),
-               "register pool %r" % name)
+        et = _cstr(elem_type, "elem_type") if elem_type else None
+        if et is not None:
+            reg.elem_type = et
+        pool._check_memory()
         with pool._lock:
+            # Counted first: a close racing this registration must fail
+            # (EBUSY) rather than free a pool the store is taking.
             pool._stores += 1
+        try:
+            _check(self._call(_C.hc_store_register_pool_ex, cname, pool._handle(), ctypes.byref(reg)),
+                   "register pool %r" % name)
+        except BaseException:
+            with pool._lock:
+                pool._stores -= 1
+            raise
         with self._lock:
             self._pools[name] = pool
+            if anchor:
+                self._anchor = name
 
     def unregister(self, name):
-        _check(self._call(_C.hc_store_unregister_pool, name.encode()), "unregister pool %r" % name)
+        """Unregister a pool ("kv" names the anchor, as in transfers). The
+        store drops its reference only to the pool registered under that
+        name."""
+        cname = _cstr(name, "pool name")
+        _check(self._call(_C.hc_store_unregister_pool, cname), "unregister pool %r" % name)
         with self._lock:
-            pool = self._pools.pop(name, None)
-            if pool is None:  # "kv" names the anchor
-                for k, p in list(self._pools.items()):
-                    pool = p
-                    if k == name:
-                        break
+            key = name if name in self._pools else (self._anchor if name == "kv" else None)
+            pool = self._pools.pop(key, None) if key is not None else None
+            if key is not None and key == self._anchor:
+                self._anchor = None
         if pool is not None:
             with pool._lock:
                 pool._stores -= 1
 
     def pool_info(self, name):
         info = _lib.PoolInfo()
-        _check(self._call(_C.hc_store_pool_info, name.encode(), ctypes.byref(info)), "pool info %r" % name)
+        _check(self._call(_C.hc_store_pool_info, _cstr(name, "pool name"), ctypes.byref(info)),
+               "pool info %r" % name)
         return {f: getattr(info, f) for f, _ in _lib.PoolInfo._fields_}
 
     # v1
@@ -610,6 +834,7 @@ class Store:
         results (0 stored or existing, else -errno)."""
         k, p = _Keys(keys), _Pages(pages)
         _same_len(k, p)
+        self._check_memory(("kv",))
         res = (ctypes.c_int * max(k.n, 1))()
         fn = _C.hc_store_set if k.keys is not None else _C.hc_store_set_named
         rc = self._call(fn, k.keys if k.keys is not None else k.names, k.n, p.ptr, res)
@@ -621,6 +846,7 @@ class Store:
         """Read keys[i] into pages[i]. Returns (leading hits, results)."""
         k, p = _Keys(keys), _Pages(pages)
         _same_len(k, p)
+        self._check_memory(("kv",))
         res = (ctypes.c_int * max(k.n, 1))()
         fn = _C.hc_store_get if k.keys is not None else _C.hc_store_get_named
         rc = _check(self._call(fn, k.keys if k.keys is not None else k.names, k.n, p.ptr, res), "get")
@@ -634,15 +860,20 @@ class Store:
     # v2
 
     def _transfers(self, transfers, with_pages):
+        if isinstance(transfers, (str, bytes)) or transfers is None:
+            raise TypeError("hicache: transfers must be a list of Transfer")
+        transfers = list(transfers)
         arr = (_lib.PoolTransfer * max(len(transfers), 1))()
         hold = []
         for i, t in enumerate(transfers):
+            if not isinstance(t, Transfer):
+                raise TypeError("hicache: transfer %d is a %s, not a hicache.Transfer" % (i, type(t).__name__))
             k = _Keys(t.keys if t.keys is not None else [])
             c = arr[i]
-            pool = t.pool.encode()
+            pool = _cstr(t.pool, "pool name")
             hold.append((pool, k))
             c.pool = pool
-            c.n = t.n if t.keys is None else k.n
+            c.n = _index(t.n, "transfer count", 1 << 32) if t.keys is None else k.n
             c.keys = k.keys
             c.names = k.names
             c.policy = _policy(t.policy)
@@ -655,12 +886,14 @@ class Store:
                 hold.append(res)
                 c.results = ctypes.cast(res, ctypes.POINTER(ctypes.c_int))
                 t.results = res
-        return arr, hold
+        if with_pages:
+            self._check_memory([t.pool for t in transfers])
+        return transfers, arr, hold
 
     def set_v2(self, transfers):
         """Per transfer as set(); fills each Transfer.results and returns
         {pool: results}."""
-        arr, hold = self._transfers(transfers, True)
+        transfers, arr, hold = self._transfers(transfers, True)
         rc = self._call(_C.hc_store_set_v2, arr, len(transfers))
         out = {t.pool: list(t.results[: len(t.keys)]) for t in transfers}
         if rc < 0 and not any(any(r) for r in out.values()):
@@ -669,7 +902,7 @@ class Store:
         return out
 
     def get_v2(self, transfers):
-        arr, hold = self._transfers(transfers, True)
+        transfers, arr, hold = self._transfers(transfers, True)
         _check(self._call(_C.hc_store_get_v2, arr, len(transfers)), "get_v2")
         out = {t.pool: list(t.results[: len(t.keys)]) for t in transfers}
         del hold
@@ -679,7 +912,7 @@ class Store:
         """Returns (result of the min rule, kv_hit_pages, [pool hits per
         transfer], restorable end points or None)."""
         k = _Keys(keys)
-        arr, hold = self._transfers(transfers, False)
+        transfers, arr, hold = self._transfers(transfers, False)
         q = _lib.ExistsQuery()
         _C.hc_exists_query_init(ctypes.byref(q), ctypes.sizeof(q))
         q.keys = k.keys
@@ -706,7 +939,8 @@ class Store:
     def stats(self, pool=None):
         """Counters as a dict; latency histograms as lists, with p50/p99 in us."""
         s = _lib.StoreStats()
-        _check(self._call(_C.hc_store_stats, pool.encode() if pool else None, ctypes.byref(s)), "stats")
+        _check(self._call(_C.hc_store_stats, _cstr(pool, "pool name") if pool else None, ctypes.byref(s)),
+               "stats")
         out = {f: int(getattr(s, f)) for f in _lib.STAT_FIELDS}
         out["set_lookups"] = int(s.set_lookups)
         out["bounce_bytes"] = int(s.bounce_bytes)
@@ -727,50 +961,83 @@ def _same_len(k, p):
 # ---- keys, names, tools ----
 
 
+def _u32s(values, what):
+    """values as a uint32 array; an out-of-range value is refused, never
+    wrapped."""
+    vals = [_index(v, what, 1 << 32) for v in values]
+    return (ctypes.c_uint32 * max(len(vals), 1))(*vals), len(vals)
+
+
+def _seed_key(extra_key, cache_salt):
+    k = _lib.Key()
+    ek = _cstr(extra_key, "extra_key") if extra_key is not None else None
+    salt = _cstr(cache_salt, "cache_salt") if cache_salt is not None else None
+    _check(_C.hc_key_seed(ek, salt, ctypes.byref(k)), "key seed")
+    return k
+
+
 def key_chain(tokens, page_size, prior=None, seed=None):
     """SGLang's page keys (hex) of the full pages of tokens. prior: the key
     (hex) of the page before tokens[0]; seed: (extra_key, cache_salt) for a
     namespace seed."""
-    toks = (ctypes.c_uint32 * max(len(tokens), 1))(*tokens)
-    n = len(tokens) // page_size if page_size else 0
+    toks, ntok = _u32s(tokens, "token")
+    page_size = _index(page_size, "page_size", 1 << 32)
+    n = ntok // page_size if page_size else 0
     out = (_lib.Key * max(n, 1))()
     pk = None
     if prior is not None:
-        pk = _lib.Key.from_buffer_copy(bytes.fromhex(prior) if isinstance(prior, str) else prior)
+        raw = bytes.fromhex(prior) if isinstance(prior, str) else bytes(prior)
+        if len(raw) != KEY_BYTES:
+            raise ValueError("hicache: prior key must be 32 bytes (64 hex digits)")
+        pk = _lib.Key.from_buffer_copy(raw)
     elif seed is not None:
-        pk = _lib.Key()
-        ek, salt = seed
-        _check(_C.hc_key_seed(ek.encode() if ek is not None else None,
-                              salt.encode() if salt is not None else None, ctypes.byref(pk)), "key seed")
-    got = _check(_C.hc_key_chain(ctypes.byref(pk) if pk is not None else None, toks, len(tokens),
+        pk = _seed_key(*seed)
+    got = _check(_C.hc_key_chain(ctypes.byref(pk) if pk is not None else None, toks, ntok,
                                  page_size, out, n), "key chain")
     return [bytes(out[i].bytes).hex() for i in range(got)]
 
 
 def key_seed(extra_key=None, cache_salt=None):
-    k = _lib.Key()
-    _check(_C.hc_key_seed(extra_key.encode() if extra_key is not None else None,
-                          cache_salt.encode() if cache_salt is not None else None, ctypes.byref(k)), "key seed")
-    return bytes(k.bytes).hex()
+    return bytes(_seed_key(extra_key, cache_salt).bytes).hex()
+
+
+_MODEL_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-/")
+
+
+def _model_name(model):
+    """model as the store's C layer names it: '/' becomes '-' (SGLang's
+    rule; so "org/m" and "org-m" share pages, in SGLang too). A name the
+    C sanitiser would alter any further (another byte becomes '_', a
+    leading '.' or a '..') is refused: "my model" and "my_model" must not
+    share pages. Such a model names its pages through register(suffix=)."""
+    b = _cstr(model, "model name")
+    bad = sorted(set(b) - _MODEL_BYTES)
+    if bad or b.startswith(b".") or b".." in b:
+        raise ValueError(
+            "hicache: model name %r would be altered to fit a file name (%s): name it with "
+            "[A-Za-z0-9._-/] only, or pass register(suffix=...)"
+            % (model, "byte %r" % bytes([bad[0]]) if bad else "a leading '.' or '..'"))
+    return b
 
 
 def suffix(model, tp_rank=0, tp_size=1, replicated=False):
     """The object name suffix: '_<model>' or '_<model>_<tp_rank>_<tp_size>'."""
     buf = ctypes.create_string_buffer(256)
-    _check(_C.hc_key_suffix(model.encode() if model else None, tp_rank, tp_size, replicated, buf, 256), "suffix")
+    _check(_C.hc_key_suffix(_model_name(model) if model else None, _index(tp_rank, "tp_rank", 1 << 32),
+                            _index(tp_size, "tp_size", 1 << 32), bool(replicated), buf, 256), "suffix")
     return buf.value.decode()
 
 
 def route(name, ndirs=1):
     """(bucket 0..255, disk index) of an object name."""
-    h = _C.hc_key_route_hash(name.encode())
-    return int(_C.hc_key_bucket(h)), int(_C.hc_key_disk(h, ndirs))
+    h = _C.hc_key_route_hash(_cstr(name, "name"))
+    return int(_C.hc_key_bucket(h)), int(_C.hc_key_disk(h, _index(ndirs, "ndirs", 1 << 32)))
 
 
 def _dirs(dirs):
-    if isinstance(dirs, str):
+    if isinstance(dirs, (str, bytes, os.PathLike)):
         dirs = [dirs]
-    enc = [str(d).encode() for d in dirs]
+    enc = [_cstr(os.fsencode(d), "dir") for d in dirs]
     return (ctypes.c_char_p * len(enc))(*enc), len(enc), enc
 
 

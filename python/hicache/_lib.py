@@ -114,6 +114,7 @@ class PoolReg(ctypes.Structure):
         ("sharing", c_int),
         ("suffix", c_char_p),
         ("force_bounce", c_bool),
+        ("elem_type", c_char_p),
     ]
 
 

@@ -68,6 +68,7 @@ int main(void)
 	F(hc_pool_reg, sharing);
 	F(hc_pool_reg, suffix);
 	F(hc_pool_reg, force_bounce);
+	F(hc_pool_reg, elem_type);
 	S(hc_pool_transfer);
 	F(hc_pool_transfer, pool);
 	F(hc_pool_transfer, keys);

@@ -51,7 +51,7 @@ def test_layout_identity(tmp_path, layout, mla, aligned, dtype):
     b = hs.HiCacheHicache(cfg(tmp_path, mla=mla), {})
     b.register_mem_pool_host(hp)
     info = b.store.pool_info("kv")
-    pool = b._pools["kv"][0]
+    pool = b._pools["kv"].pool
     zc = layout in ("page_first", "page_first_direct") and (
         not b.store.direct_io or pool.aligned(b.store.alignment))
     if aligned and not mla and b.store.direct_io:
@@ -278,10 +278,15 @@ def test_restart_and_interop(tmp_path):
     rep = hicache.fsck([str(tmp_path)])
     assert rep["ok"] == 10 and rep["corrupt"] == 0 and rep["foreign"] == 0
     assert rep["misplaced"] == 0 and rep["gone"] == 0
-    # a C store of the same config, its own pool
+    # a C store of the same config, its own pool: the adapter tags its
+    # pages with the pool's element type, so only a pool of that type reads
+    # them (a 2-byte pool of no stated type reads misses, never bf16 bytes)
     pool = hicache.Pool.create_kv(layers=2, heads=2, head_dim=16, elem_bytes=2, page_size=4, pages=8)
     with hicache.Store({"dirs": [str(tmp_path)], "model": "org/model"}) as st:
         st.register("kv", pool, anchor=True)
+        assert st.get(ks, range(5))[0] == 0
+        st.unregister("kv")
+        st.register("kv", pool, anchor=True, elem_type="bfloat16")
         hits, _ = st.get(ks, range(5))
         assert hits == 5
         assert bytes(pool.gather(2)) == hp.get_data_page(8).view(torch.int16).numpy().tobytes()
