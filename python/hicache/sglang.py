@@ -35,6 +35,7 @@ from enum import Enum
 from typing import Any, Dict, List, Optional
 
 import hicache
+from hicache import sglang_names
 
 logger = logging.getLogger("hicache.sglang")
 
@@ -194,6 +195,10 @@ ADAPTER_KEYS = frozenset({"backend", "force_bounce", "log_level"})
 # NIXL names them.
 ZERO_COPY_LAYOUTS = ("page_first", "page_first_direct")
 
+# Side pools whose pages hold KV (their element type may be SGLang's
+# kv_cache_dtype); the others (indexer, states) are tagged by their own.
+_KV_SIDE_POOLS = frozenset({"swa", "draft", "draft_swa"})
+
 # Per layout: (dims of an MHA kv_buffer, index of layers, heads, head_dim);
 # an MLA buffer has no leading K/V axis (one dim less, indices one lower).
 _KV_SHAPES = {
@@ -212,8 +217,140 @@ def _nbytes(t):
     return int(t.numel()) * int(t.element_size())
 
 
+def _count(keys):
+    """How many answers a call over keys owes, even when keys is bad."""
+    return len(keys) if isinstance(keys, (list, tuple)) else 0
+
+
 class _BadCall(Exception):
     """A bad argument of one call: all False, one log line."""
+
+
+class _RateLimitedLog:
+    """One warning per kind of failure per interval, with the count of
+    those left out: a broken caller must not flood the engine's log."""
+
+    def __init__(self, interval_s=10.0):
+        self._interval = interval_s
+        self._last = {}
+        self._skipped = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, what, e):
+        now = time.monotonic()
+        with self._lock:
+            last = self._last.get(what)
+            if last is not None and now - last < self._interval:
+                self._skipped[what] = self._skipped.get(what, 0) + 1
+                return
+            self._last[what] = now
+            skipped = self._skipped.pop(what, 0)
+        try:
+            text = "%s: %s" % (type(e).__name__, e)
+        except Exception:
+            text = type(e).__name__
+        logger.warning("hicache: %s: %s%s", what, text,
+                       " (%d more like it since the last report)" % skipped if skipped else "")
+
+
+def _never_raises(fallback):
+    """A transfer method SGLang calls from its prefetch, I/O or backup
+    thread: whatever the arguments, it answers (fallback(self, *args) on a
+    bad call, after one rate-limited log line) and never raises."""
+
+    def wrap(fn):
+        def method(self, *args, **kwargs):
+            try:
+                return fn(self, *args, **kwargs)
+            except Exception as e:
+                try:
+                    self._bad(fn.__name__, e)
+                    return fallback(self, *args, **kwargs)
+                except Exception:
+                    return fallback_of_last_resort.get(fn.__name__)
+
+        method.__name__ = fn.__name__
+        method.__doc__ = fn.__doc__
+        return method
+
+    return wrap
+
+
+# What a method answers when even its fallback failed (a caller's object
+# whose len() raises, say).
+fallback_of_last_resort = {
+    "batch_get_v1": [],
+    "batch_set_v1": [],
+    "batch_exists": 0,
+    "batch_get_v2": {},
+    "batch_set_v2": {},
+    "batch_get": [],
+    "batch_set": False,
+    "get": None,
+    "set": False,
+    "exists": False,
+    "clear": None,
+    "get_stats": None,
+}
+
+
+def _v2_misses(self, transfers=None, *args, **kwargs):
+    out = {}
+    for t in transfers if isinstance(transfers, (list, tuple)) else ():
+        try:
+            out[_name(t.name)] = [False] * _count(t.keys)
+        except Exception:
+            continue
+    return out
+
+
+def _exists_v2_miss(self, keys=None, pool_transfers=None, *args, **kwargs):
+    hits = {}
+    for t in pool_transfers if isinstance(pool_transfers, (list, tuple)) else ():
+        try:
+            hits[_name(t.name)] = 0
+        except Exception:
+            continue
+    res = PoolTransferResult(kv_hit_pages=0, extra_pool_hit_pages=hits)
+    if "restorable_prefix_pages" in getattr(PoolTransferResult, "__dataclass_fields__", {}):
+        res.restorable_prefix_pages = []
+    return res
+
+
+class _Entry:
+    """A registered pool: the hicache pool, SGLang's host pool, its page
+    size, and the tensors wrapped, to notice an engine that moved them."""
+
+    __slots__ = ("pool", "host", "page_size", "watch")
+
+    def __init__(self, pool, host, page_size, watch):
+        self.pool = pool
+        self.host = host
+        self.page_size = page_size
+        # (label, getter of the host pool's current tensor or None, tensor,
+        # address, bytes)
+        self.watch = [(label, get, t, int(t.data_ptr()), _nbytes(t)) for label, get, t in watch]
+
+    def stale(self):
+        """Why the wrapped memory is no longer the host pool's, or None."""
+        for label, get, t, addr, n in self.watch:
+            if get is not None:
+                try:
+                    cur = get(self.host)
+                except Exception:
+                    cur = None
+                if cur is not t:
+                    return "the host pool's %s is another tensor than the one registered" % label
+            if int(t.data_ptr()) != addr or _nbytes(t) != n:
+                return "the host pool's %s moved (0x%x, %d bytes -> 0x%x, %d bytes)" % (
+                    label, addr, n, int(t.data_ptr()), _nbytes(t))
+        return None
+
+
+def _attr(name, index=None):
+    if index is None:
+        return lambda hp: getattr(hp, name, None)
+    return lambda hp: list(getattr(hp, name))[index]
 
 
 class HiCacheHicache(HiCacheStorage):
@@ -236,6 +373,7 @@ class HiCacheHicache(HiCacheStorage):
                 "hicache.sglang: the extra config must hold \"interface_v1\": 1 "
                 "(got %r): SGLang's legacy path copies every page through Python" % (v1,)
             )
+        sglang_names.check_supported(storage_config)
         cfg = {k: v for k, v in extra.items() if k not in SGLANG_KEYS and k not in ADAPTER_KEYS}
         if "log_level" in extra:
             hicache.set_log_level(extra["log_level"])
@@ -244,18 +382,25 @@ class HiCacheHicache(HiCacheStorage):
         self._tp_size = int(getattr(storage_config, "tp_size", 1) or 1)
         self._mla = bool(getattr(storage_config, "is_mla_model", False))
         self._metrics_on = bool(getattr(storage_config, "enable_storage_metrics", False))
+        # Every pool names its pages with one of these (SGLang's rule,
+        # sglang_names.py); the store's own model suffix is never used.
+        self._suffix = {
+            "replicated": sglang_names.suffix(storage_config, True),
+            "sharded": sglang_names.suffix(storage_config, False),
+        }
         self._opts = dict(
             backend=str(extra.get("backend", "file")),
-            model=getattr(storage_config, "model_name", None) or None,
+            model=None,
             tp_rank=self._tp_rank,
             tp_size=self._tp_size,
             force_bounce=self._force_bounce,
         )
         self._cfg = cfg
+        self._bad = _RateLimitedLog()
         self.store = hicache.Store(cfg, **self._opts)
         self.mem_pool_host = None
         self.registered_pools = {}
-        self._pools = {}  # name -> (hicache.Pool, host pool, page_size)
+        self._pools = {}  # name -> _Entry
         self._anchor = None
         self._lock = threading.Lock()
         self._legacy = None  # (store, twin pool, lock), opened on first use
@@ -264,6 +409,11 @@ class HiCacheHicache(HiCacheStorage):
         self._closed = False
 
     # ---- registration ----
+
+    def _register(self, name, pool, host, page_size, watch, sharing, bounce, elem_type, anchor=False):
+        self.store.register(name, pool, anchor=anchor, sharing=sharing, suffix=self._suffix[sharing],
+                            force_bounce=bounce, elem_type=elem_type)
+        self._pools[name] = _Entry(pool, host, page_size, watch)
 
     def register_mem_pool_host(self, mem_pool_host):
         """Wrap SGLang's anchor host pool (KV, MLA, or a dummy without
@@ -274,18 +424,20 @@ class HiCacheHicache(HiCacheStorage):
                 return
             if self._anchor is not None:
                 self._unregister_locked("kv")
-            pool, bounce = self._wrap_kv(mem_pool_host)
+            pool, bounce, watch = self._wrap_kv(mem_pool_host)
             sharing = "replicated" if self._mla else "sharded"
-            self.store.register("kv", pool, anchor=True, sharing=sharing, force_bounce=bounce)
-            self._pools["kv"] = (pool, mem_pool_host, int(mem_pool_host.page_size))
+            et = sglang_names.elem_type(self.storage_config, [w[2] for w in watch])
+            self._register("kv", pool, mem_pool_host, int(mem_pool_host.page_size), watch, sharing, bounce, et,
+                           anchor=True)
             self._anchor = mem_pool_host
             self._page_bytes = pool.page_bytes
             info = self.store.pool_info("kv")
         logger.info(
-            "hicache: kv pool registered, %s, %d-byte pages, %d object(s) per page",
+            "hicache: kv pool registered, %s, %d-byte pages, %d object(s) per page, names end %s",
             "zero-copy" if info["zero_copy"] else "bounce",
             info["page_bytes"],
             info["objects"],
+            self._suffix[sharing],
         )
 
     def register_mem_host_pool_v2(self, host_pool, host_pool_name):
@@ -300,37 +452,40 @@ class HiCacheHicache(HiCacheStorage):
         try:
             with self._lock:
                 old = self._pools.get(name)
-                if old is not None and old[1] is host_pool:
+                if old is not None and old.host is host_pool:
                     return
                 if old is not None:
                     self._unregister_locked(name)
-                pool, bounce, sharing = self._wrap_side(host_pool, name)
-                self.store.register(name, pool, sharing=sharing, force_bounce=bounce)
-                self._pools[name] = (pool, host_pool, int(getattr(host_pool, "page_size", 1) or 1))
+                pool, bounce, sharing, watch, kv = self._wrap_side(host_pool, name)
+                et = sglang_names.elem_type(self.storage_config, [w[2] for w in watch], kv=kv)
+                self._register(name, pool, host_pool, int(getattr(host_pool, "page_size", 1) or 1), watch,
+                               sharing, bounce, et)
         except Exception as e:
             # Registration runs in the scheduler; a pool we cannot wrap
             # turns its transfers into misses rather than stopping it.
             logger.error("hicache: pool %r not registered: %s", name, e)
 
     def _unregister_locked(self, name):
-        pool = self._pools.pop(name)[0]
+        entry = self._pools.pop(name)
         self.store.unregister(name)
-        pool.close()
+        entry.pool.close()
         if name == "kv":
             self._anchor = None
 
     def _wrap_kv(self, hp):
-        """(hicache.Pool, force bounce) for an MHA/MLA host pool."""
+        """(hicache.Pool, force bounce, watched tensors) for an MHA/MLA
+        host pool."""
         ps = int(hp.page_size)
         layout = str(getattr(hp, "layout", "layer_first"))
         kv = getattr(hp, "kv_buffer", None)
         if kv is None and hasattr(hp, "k_buffer") and hasattr(hp, "get_page_buffer_meta"):
             # Asymmetric K/V (two buffers of their own head dims).
-            return self._wrap_meta(hp), layout not in ZERO_COPY_LAYOUTS
+            pool, watch = self._wrap_meta(hp)
+            return pool, layout not in ZERO_COPY_LAYOUTS, watch
         size = int(getattr(hp, "size", 0) or 0)
         if kv is None:
             pages = size // ps if size else int(getattr(hp, "page_num", 0))
-            return hicache.Pool.create_anchor(pages=pages, page_size=ps), False
+            return hicache.Pool.create_anchor(pages=pages, page_size=ps), False, []
         if layout not in _KV_SHAPES:
             raise ValueError("hicache.sglang: unknown host pool layout %r" % layout)
         dims, li, hi, di = _KV_SHAPES[layout]
@@ -353,13 +508,15 @@ class HiCacheHicache(HiCacheStorage):
             kv, layers=layers, heads=heads, head_dim=head_dim, elem_bytes=kv.element_size(),
             page_size=ps, pages=size // ps, layout=layout, mla=mla,
         )
-        return pool, layout not in ZERO_COPY_LAYOUTS
+        return pool, layout not in ZERO_COPY_LAYOUTS, [("kv_buffer", _attr("kv_buffer"), kv)]
 
     def _wrap_side(self, hp, name):
-        """(hicache.Pool, force bounce, sharing) for a side pool."""
+        """(hicache.Pool, force bounce, sharing, watched tensors, is KV) for
+        a side pool."""
         if hasattr(hp, "conv_buffer"):
             convs = list(hp.conv_buffer)
             temporal = getattr(hp, "temporal_buffer", None)
+            t_get = _attr("temporal_buffer") if temporal is not None else None
             if temporal is None and hasattr(hp, "get_hybrid_pool_buffer"):
                 rest = [b for b in hp.get_hybrid_pool_buffer() if all(b is not c for c in convs)]
                 temporal = rest[0] if rest else None
@@ -369,19 +526,24 @@ class HiCacheHicache(HiCacheStorage):
                 temporal = None
             pool = hicache.Pool.wrap_mamba(temporal, convs, slots=slots, layers=layers)
             layout = str(getattr(hp, "layout", "page_first"))
+            watch = [("conv_buffer[%d]" % i, _attr("conv_buffer", i), c) for i, c in enumerate(convs)]
+            if temporal is not None:
+                watch.append(("temporal buffer", t_get, temporal))
             # Every TP rank backs up its own Mamba state, MLA or not.
-            return pool, layout not in ZERO_COPY_LAYOUTS, "sharded"
+            return pool, layout not in ZERO_COPY_LAYOUTS, "sharded", watch, False
         sharing = "replicated" if self._mla else "sharded"
         if getattr(hp, "kv_buffer", None) is not None and str(getattr(hp, "layout", "")) in _KV_SHAPES:
-            pool, bounce = self._wrap_kv(hp)
-            return pool, bounce, sharing
+            pool, bounce, watch = self._wrap_kv(hp)
+            return pool, bounce, sharing, watch, True
         if hasattr(hp, "get_page_buffer_meta") and hasattr(hp, "get_hybrid_pool_buffer"):
-            return self._wrap_meta(hp), False, sharing
+            pool, watch = self._wrap_meta(hp)
+            return pool, False, sharing, watch, name in _KV_SIDE_POOLS
         raise ValueError("hicache.sglang: pool %r: no kv_buffer, conv_buffer or page buffer meta" % name)
 
     def _wrap_meta(self, hp):
         """A generic pool from get_hybrid_pool_buffer() and the page buffer
-        meta of pages 0 and 1 (SWA, DeepSeek-V4 side pools, asymmetric K/V)."""
+        meta of pages 0 and 1 (SWA, DeepSeek-V4 side pools, asymmetric K/V,
+        NPU's page_first_kv_split)."""
         import torch
 
         ps = int(getattr(hp, "page_size", 1) or 1)
@@ -393,7 +555,8 @@ class HiCacheHicache(HiCacheStorage):
         c = len(ptrs) // npg
         if c < 1 or c * npg != len(ptrs):
             raise ValueError("hicache.sglang: page buffer meta of %d entries for %d pages" % (len(ptrs), npg))
-        bufs = [(int(b.data_ptr()), _nbytes(b), b) for b in hp.get_hybrid_pool_buffer()]
+        tensors = list(hp.get_hybrid_pool_buffer())
+        bufs = [(int(b.data_ptr()), _nbytes(b), b) for b in tensors]
         comps = ["k", "v"] if c == 2 else ["plain"] * c
         out = []
         for i in range(c):
@@ -405,20 +568,75 @@ class HiCacheHicache(HiCacheStorage):
             out.append({"buffer": (owner[0], owner[1]), "base": base, "page_stride": stride,
                         "seg_len": sizes[i], "component": comps[i], "index": i})
         pool = hicache.Pool.wrap_segments(out, pages=pages, page_tokens=ps)
-        pool._refs.append([b[2] for b in bufs])  # the tensors outlive the pool
-        return pool
+        pool._refs.append(tensors)  # the tensors outlive the pool
+        # get_hybrid_pool_buffer() may build a new list each call: the
+        # tensors are watched for moves, not for identity.
+        watch = [("buffer %d" % i, None, t) for i, t in enumerate(tensors)]
+        return pool, watch
 
     # ---- helpers ----
 
-    def _pages(self, host_indices, n, ps, what):
-        """Page index of each of n pages: host_indices[i * ps] // ps."""
+    def _entry(self, name):
+        entry = self._pools.get(name)
+        if entry is None:
+            raise _BadCall("pool %r is not registered" % name)
+        why = entry.stale()
+        if why:
+            raise _BadCall("pool %r: %s; register it again" % (name, why))
+        return entry
+
+    @staticmethod
+    def _keys(keys, what):
+        if not isinstance(keys, (list, tuple)):
+            raise _BadCall("%s: keys must be a list of str, not %s" % (what, type(keys).__name__))
+        return keys
+
+    @staticmethod
+    def _pages(host_indices, n, entry, what):
+        """Page index of each of n pages. host_indices holds n * ps integer
+        token slots, page i's being p*ps .. p*ps+ps-1 for one page p of the
+        pool (SGLang allocates host pages whole); anything else is a bad
+        call, never a guess."""
         import torch
 
-        hi = host_indices if isinstance(host_indices, torch.Tensor) else torch.as_tensor(host_indices)
+        ps = entry.page_size
+        if isinstance(host_indices, torch.Tensor):
+            hi = host_indices
+        elif hasattr(host_indices, "__array_interface__") and hasattr(host_indices, "dtype"):
+            if host_indices.dtype.kind not in "iu":
+                raise _BadCall("%s: host indices must be integers, not %s" % (what, host_indices.dtype))
+            if host_indices.dtype.itemsize == 8 and host_indices.dtype.kind == "u":
+                raise _BadCall("%s: uint64 host indices may not fit int64" % what)
+            hi = torch.from_numpy(host_indices.astype("int64").reshape(-1))
+        elif isinstance(host_indices, (list, tuple, range)):
+            # Checked here, in Python: torch raises a C++ exception for a
+            # bad element, which a sanitised interpreter cannot unwind.
+            try:
+                vals = [hicache._index(v, "host index") for v in host_indices]
+            except (TypeError, ValueError) as e:
+                raise _BadCall("%s: %s" % (what, e)) from None
+            hi = torch.tensor(vals, dtype=torch.int64)
+        else:
+            raise _BadCall("%s: host indices must be integers, not %s" % (what, type(host_indices).__name__))
+        if hi.dtype.is_floating_point or hi.dtype.is_complex or hi.dtype == torch.bool:
+            raise _BadCall("%s: host indices must be integers, not %s" % (what, hi.dtype))
+        hi = hi.reshape(-1)
         if int(hi.numel()) != n * ps:
             raise _BadCall("%s: %d host indices for %d pages of %d tokens" % (what, int(hi.numel()), n, ps))
-        sel = hi.reshape(-1)[::ps].to(torch.int64)
-        return torch.div(sel, ps, rounding_mode="floor") if ps > 1 else sel
+        hi = hi.to(device="cpu", dtype=torch.int64)
+        if ps == 1:
+            pages = hi
+        else:
+            m = hi.view(n, ps)
+            first = m[:, 0]
+            if bool((first % ps != 0).any()):
+                raise _BadCall("%s: a page's first host index is not a multiple of the page size %d" % (what, ps))
+            if not torch.equal(m - first.unsqueeze(1), torch.arange(ps, dtype=torch.int64).expand(n, ps)):
+                raise _BadCall("%s: a page's host indices are not %d consecutive slots" % (what, ps))
+            pages = torch.div(first, ps, rounding_mode="floor")
+        if n and (int(pages.min()) < 0 or int(pages.max()) >= entry.pool.pages):
+            raise _BadCall("%s: a page outside the pool's %d pages" % (what, entry.pool.pages))
+        return pages
 
     def _note(self, kind, pages, t0):
         if not self._metrics_on or not pages:
@@ -429,69 +647,55 @@ class HiCacheHicache(HiCacheStorage):
             self._metrics[kind + "_pgs"].append(pages)
             self._metrics[kind + "_bandwidth"].append(gbs)
 
-    @staticmethod
-    def _bad(what, e):
-        logger.warning("hicache: %s: %s", what, e)
-
     # ---- v1 ----
 
+    @_never_raises(lambda self, *a, **k: 0)
     def batch_exists(self, keys, extra_info=None) -> int:
         """Consecutive keys from the start whose KV pages exist."""
-        try:
-            if not keys:
-                return 0
-            return int(self.store.exists(keys))
-        except Exception as e:
-            self._bad("batch_exists", e)
+        keys = self._keys(keys, "batch_exists")
+        if not keys:
             return 0
+        return int(self.store.exists(keys))
 
+    @_never_raises(lambda self, keys=None, *a, **k: [False] * _count(keys))
     def batch_get_v1(self, keys, host_indices, extra_info=None) -> List[bool]:
         """Page i of keys into host slots host_indices[i*ps:(i+1)*ps]."""
-        n = len(keys)
-        try:
-            if not n:
-                return []
-            t0 = time.perf_counter()
-            pages = self._pages(host_indices, n, self._pools["kv"][2], "batch_get_v1")
-            hits, res = self.store.get(keys, pages)
-            self._note("prefetch", hits, t0)
-            return [r == 0 for r in res]
-        except Exception as e:
-            self._bad("batch_get_v1", e)
-            return [False] * n
+        keys = self._keys(keys, "batch_get_v1")
+        if not keys:
+            return []
+        t0 = time.perf_counter()
+        pages = self._pages(host_indices, len(keys), self._entry("kv"), "batch_get_v1")
+        hits, res = self.store.get(keys, pages)
+        self._note("prefetch", hits, t0)
+        return [r == 0 for r in res]
 
+    @_never_raises(lambda self, keys=None, *a, **k: [False] * _count(keys))
     def batch_set_v1(self, keys, host_indices, extra_info=None) -> List[bool]:
-        n = len(keys)
-        try:
-            if not n:
-                return []
-            t0 = time.perf_counter()
-            pages = self._pages(host_indices, n, self._pools["kv"][2], "batch_set_v1")
-            res = self.store.set(keys, pages)
-            self._note("backup", n, t0)
-            return [r == 0 for r in res]
-        except Exception as e:
-            self._bad("batch_set_v1", e)
-            return [False] * n
+        keys = self._keys(keys, "batch_set_v1")
+        if not keys:
+            return []
+        t0 = time.perf_counter()
+        pages = self._pages(host_indices, len(keys), self._entry("kv"), "batch_set_v1")
+        res = self.store.set(keys, pages)
+        self._note("backup", len(keys), t0)
+        return [r == 0 for r in res]
 
     # ---- v2 ----
 
     def _v2(self, transfers, setting):
         what = "batch_set_v2" if setting else "batch_get_v2"
+        if not isinstance(transfers, (list, tuple)):
+            raise _BadCall("%s: transfers must be a list of PoolTransfer, not %s" % (what, type(transfers).__name__))
         out, todo = {}, []
-        for t in transfers or []:
+        for t in transfers:
             name = _name(t.name)
-            keys = list(t.keys or [])
+            keys = self._keys(t.keys if t.keys is not None else [], "%s pool %r" % (what, name))
             out[name] = [False] * len(keys)
             if not keys:
                 continue
-            entry = self._pools.get(name)
             try:
-                if entry is None:
-                    raise _BadCall("pool %r is not registered" % name)
-                pages = self._pages(t.host_indices, len(keys), entry[2], "%s pool %r" % (what, name))
-                if int(pages.max()) >= entry[0].pages or int(pages.min()) < 0:
-                    raise _BadCall("pool %r: a page outside its %d pages" % (name, entry[0].pages))
+                entry = self._entry(name)
+                pages = self._pages(t.host_indices, len(keys), entry, "%s pool %r" % (what, name))
             except Exception as e:
                 self._bad(what, e)
                 continue
@@ -505,41 +709,36 @@ class HiCacheHicache(HiCacheStorage):
                 self._bad(what, e)
         return out
 
+    @_never_raises(_v2_misses)
     def batch_get_v2(self, transfers, extra_info=None) -> Dict[str, List[bool]]:
-        try:
-            return self._v2(transfers, False)
-        except Exception as e:
-            self._bad("batch_get_v2", e)
-            return {_name(t.name): [False] * len(t.keys or []) for t in transfers or []}
+        return self._v2(transfers, False)
 
+    @_never_raises(_v2_misses)
     def batch_set_v2(self, transfers, extra_info=None) -> Dict[str, List[bool]]:
-        try:
-            return self._v2(transfers, True)
-        except Exception as e:
-            self._bad("batch_set_v2", e)
-            return {_name(t.name): [False] * len(t.keys or []) for t in transfers or []}
+        return self._v2(transfers, True)
 
+    @_never_raises(_exists_v2_miss)
     def batch_exists_v2(self, keys, pool_transfers=None, extra_info=None):
         """kv_hit_pages: the usable prefix (the longest KV prefix cut by each
         transfer's hit policy); extra_pool_hit_pages: each pool's own hits;
         restorable_prefix_pages (when SGLang's record has it): every end
         point at which all pools can restore."""
+        keys = self._keys(keys if keys is not None else [], "batch_exists_v2")
+        if pool_transfers is not None and not isinstance(pool_transfers, (list, tuple)):
+            raise _BadCall("batch_exists_v2: pool_transfers must be a list")
         transfers = list(pool_transfers or [])
         want_ends = "restorable_prefix_pages" in getattr(PoolTransferResult, "__dataclass_fields__", {})
-        try:
-            tr = []
-            for t in transfers:
-                pol = _name(getattr(t, "hit_policy", "all_pages"))
-                tr.append(hicache.Transfer(_name(t.name), n=len(t.keys or []), policy=pol))
-            final, kv, hits, ends = self.store.exists_query(list(keys or []), tr, endpoints=want_ends)
-            extra = {t.pool: int(h) for t, h in zip(tr, hits)}
-            res = PoolTransferResult(kv_hit_pages=int(final), extra_pool_hit_pages=extra)
-            if want_ends:
-                res.restorable_prefix_pages = list(ends)
-            return res
-        except Exception as e:
-            self._bad("batch_exists_v2", e)
-            return PoolTransferResult(kv_hit_pages=0, extra_pool_hit_pages={_name(t.name): 0 for t in transfers})
+        tr = []
+        for t in transfers:
+            pol = _name(getattr(t, "hit_policy", "all_pages"))
+            n = len(self._keys(t.keys if t.keys is not None else [], "batch_exists_v2"))
+            tr.append(hicache.Transfer(_name(t.name), n=n, policy=pol))
+        final, kv, hits, ends = self.store.exists_query(list(keys), tr, endpoints=want_ends)
+        extra = {t.pool: int(h) for t, h in zip(tr, hits)}
+        res = PoolTransferResult(kv_hit_pages=int(final), extra_pool_hit_pages=extra)
+        if want_ends:
+            res.restorable_prefix_pages = list(ends)
+        return res
 
     # ---- legacy tensor API (interface_v1 off; SGLang's tests) ----
     #
@@ -551,10 +750,8 @@ class HiCacheHicache(HiCacheStorage):
         with self._lock:
             if self._legacy is not None:
                 return self._legacy
-            entry = self._pools.get("kv")
-            if entry is None:
-                raise _BadCall("no host pool registered")
-            pool, hp, ps = entry
+            entry = self._entry("kv")
+            hp, ps = entry.host, entry.page_size
             info = self.store.pool_info("kv")
             kv = getattr(hp, "kv_buffer", None)
             if kv is None:
@@ -569,85 +766,99 @@ class HiCacheHicache(HiCacheStorage):
                 layers=shape[li], heads=shape[hi], head_dim=shape[di], elem_bytes=kv.element_size(),
                 page_size=ps, pages=STORAGE_BATCH_SIZE, layout=layout, mla=mla,
             )
+            sharing = "replicated" if self._mla else "sharded"
             st = hicache.Store(self._cfg, **self._opts)
-            st.register("kv", twin, anchor=True, sharing="replicated" if self._mla else "sharded",
-                        force_bounce=not info["zero_copy"])
+            st.register("kv", twin, anchor=True, sharing=sharing, suffix=self._suffix[sharing],
+                        force_bounce=not info["zero_copy"],
+                        elem_type=sglang_names.elem_type(self.storage_config, [kv]))
             self._legacy = (st, twin, threading.Lock())
             return self._legacy
 
     def _flat(self, t):
-        if t is None or _nbytes(t) != self._page_bytes or not t.is_contiguous():
-            raise _BadCall("a flat page must be a contiguous tensor of %d bytes" % self._page_bytes)
+        import torch
+
+        if (not isinstance(t, torch.Tensor) or t.device.type != "cpu" or not t.is_contiguous()
+                or _nbytes(t) != self._page_bytes):
+            raise _BadCall("a flat page must be a contiguous CPU tensor of %d bytes" % self._page_bytes)
         return t
 
+    @_never_raises(lambda self, *a, **k: False)
     def batch_set(self, keys, values=None, target_locations=None, target_sizes=None) -> bool:
-        try:
-            keys = list(keys)
-            if values is None or len(values) != len(keys):
-                raise _BadCall("%d keys but %s values" % (len(keys), "no" if values is None else len(values)))
-            st, twin, lock = self._twin()
-            with lock:
-                for i in range(0, len(keys), STORAGE_BATCH_SIZE):
-                    chunk = keys[i:i + STORAGE_BATCH_SIZE]
-                    for j, v in enumerate(values[i:i + STORAGE_BATCH_SIZE]):
-                        twin.scatter(j, self._flat(v))
-                    if any(st.set(chunk, range(len(chunk)))):
-                        return False
-            return True
-        except Exception as e:
-            self._bad("batch_set", e)
-            return False
+        keys = list(self._keys(keys, "batch_set"))
+        if values is None or not isinstance(values, (list, tuple)) or len(values) != len(keys):
+            raise _BadCall("%d keys but %s values" % (
+                len(keys), "no" if values is None else getattr(values, "__len__", lambda: "?")()))
+        values = [self._flat(v) for v in values]
+        st, twin, lock = self._twin()
+        with lock:
+            for i in range(0, len(keys), STORAGE_BATCH_SIZE):
+                chunk = keys[i:i + STORAGE_BATCH_SIZE]
+                for j, v in enumerate(values[i:i + STORAGE_BATCH_SIZE]):
+                    twin.scatter(j, v)
+                if any(st.set(chunk, range(len(chunk)))):
+                    return False
+        return True
 
+    @_never_raises(lambda self, *a, **k: False)
     def set(self, key, value=None, target_location=None, target_sizes=None) -> bool:
+        if not isinstance(key, str):
+            raise _BadCall("set: key must be a str, not %s" % type(key).__name__)
         return self.batch_set([key], [value])
 
+    @_never_raises(lambda self, keys=None, *a, **k: [None] * _count(keys))
     def batch_get(self, keys, target_locations=None, target_sizes=None):
         """Flat pages (target_locations filled, or new tensors); None for a
         page that is missing."""
-        keys = list(keys)
+        keys = list(self._keys(keys, "batch_get"))
         out = [None] * len(keys)
-        try:
-            st, twin, lock = self._twin()
-            with lock:
-                for i in range(0, len(keys), STORAGE_BATCH_SIZE):
-                    chunk = keys[i:i + STORAGE_BATCH_SIZE]
-                    _, res = st.get(chunk, range(len(chunk)))
-                    for j, r in enumerate(res):
-                        if r:
-                            continue
-                        tgt = target_locations[i + j] if target_locations is not None else None
-                        if tgt is None:
-                            tgt = self._new_flat()
-                        twin.gather(j, self._flat(tgt))
-                        out[i + j] = tgt
-        except Exception as e:
-            self._bad("batch_get", e)
+        if target_locations is not None:
+            if not isinstance(target_locations, (list, tuple)) or len(target_locations) != len(keys):
+                raise _BadCall("batch_get: target_locations must be a list of one tensor per key")
+            target_locations = [None if t is None else self._flat(t) for t in target_locations]
+        st, twin, lock = self._twin()
+        with lock:
+            for i in range(0, len(keys), STORAGE_BATCH_SIZE):
+                chunk = keys[i:i + STORAGE_BATCH_SIZE]
+                _, res = st.get(chunk, range(len(chunk)))
+                for j, r in enumerate(res):
+                    if r:
+                        continue
+                    tgt = target_locations[i + j] if target_locations is not None else None
+                    if tgt is None:
+                        tgt = self._new_flat()
+                    twin.gather(j, self._flat(tgt))
+                    out[i + j] = tgt
         return out
 
     def _new_flat(self):
-        hp = self._pools["kv"][1]
+        hp = self._pools["kv"].host
         if hasattr(hp, "get_dummy_flat_data_page"):
             return hp.get_dummy_flat_data_page().clone()
         import torch
 
         return torch.empty(self._page_bytes, dtype=torch.uint8)
 
+    @_never_raises(lambda self, *a, **k: None)
     def get(self, key, target_location=None, target_sizes=None):
+        if not isinstance(key, str):
+            raise _BadCall("get: key must be a str, not %s" % type(key).__name__)
         return self.batch_get([key], [target_location] if target_location is not None else None)[0]
 
+    @_never_raises(lambda self, *a, **k: False)
     def exists(self, key) -> bool:
+        if not isinstance(key, str):
+            raise _BadCall("exists: key must be a str, not %s" % type(key).__name__)
         return self.batch_exists([key]) == 1
 
     # ---- control ----
 
+    @_never_raises(lambda self, *a, **k: None)
     def clear(self) -> None:
         """Delete this instance's objects (its model, ranks and pools)."""
-        try:
-            n = self.store.clear()
-            logger.info("hicache: clear removed %d objects", n)
-        except Exception as e:
-            self._bad("clear", e)
+        n = self.store.clear()
+        logger.info("hicache: clear removed %d objects", n)
 
+    @_never_raises(lambda self, *a, **k: None)
     def get_stats(self):
         """SGLang's StorageMetrics of the calls since the last get_stats
         (None when SGLang is not importable or metrics are off)."""
@@ -656,14 +867,10 @@ class HiCacheHicache(HiCacheStorage):
             self._metrics = {k: [] for k in m}
         if StorageMetrics is None or not self._metrics_on:
             return None
-        try:
-            sm = StorageMetrics()
-            for k, v in m.items():
-                setattr(sm, k, v)
-            return sm
-        except Exception as e:
-            self._bad("get_stats", e)
-            return None
+        sm = StorageMetrics()
+        for k, v in m.items():
+            setattr(sm, k, v)
+        return sm
 
     def hicache_stats(self, pool=None):
         """hicache's own counters (pages, bytes, hits, latency) as a dict."""
@@ -681,8 +888,8 @@ class HiCacheHicache(HiCacheStorage):
             legacy[0].close()
             legacy[1].close()
         self.store.close()
-        for pool, _, _ in pools.values():
-            pool.close()
+        for entry in pools.values():
+            entry.pool.close()
         self._anchor = None
 
     def __del__(self):
