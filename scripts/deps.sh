@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PACKAGES=(gcc make cmake pkg-config python3 liburing-dev libssl-dev libcurl4-openssl-dev libxxhash-dev libcjson-dev
-	libcmocka-dev python3-torch python3-numpy python3-pytest)
+	libcmocka-dev python3-torch python3-numpy python3-pytest python3-hypothesis)
 # The fuzzers (make fuzz): clang and its libFuzzer/sanitizer runtime.
 if [ -n "${HC_FUZZ:-}" ]; then
 	PACKAGES+=(clang libclang-rt-14-dev)
