@@ -11,15 +11,16 @@ each pool of a hybrid model). Pools are wrapped where they are: pages move
 straight between SGLang's host tensors and storage (zero-copy) for the
 layouts SGLang's NIXL backend moves so (page_first, page_first_direct;
 under O_DIRECT only when every buffer base and page stride is aligned), else
-through the store's bounce slots. Object names are NIXL's: "<key>_<model>_
-<tp_rank>_<tp_size>" ("<key>_<model>" for MLA), "_k"/"_v" per zero-copy
-half, "_mamba_temporal"/"_mamba_conv_<i>", "_<pool>" for a side pool's
-bounce page. docs/SGLANG.md has the whole story.
+through the store's bounce slots, under the same names either way. Names
+follow SGLang's rule (sglang_names.py: model, TP ranks unless MLA, PP and
+attention-CP ranks when there are several); the element type goes into each
+object's geometry tag. docs/SGLANG.md has the whole story.
 
 The transfer methods run in SGLang's daemon threads (prefetch, I/O, backup):
-they never raise and never return None; a bad argument (index length
-mismatch, unknown pool, pages outside the pool) gives all False for that
-call and one log line.
+they never raise and never return None; a bad call (keys that are not a
+list of str, host indices that are not whole pages of the pool, an
+unregistered or moved pool, a closed backend, a forked process) gives all
+False for that call and one rate-limited log line.
 
 No SGLang code is used or copied: when `sglang` is importable the class
 subclasses its HiCacheStorage and returns its records; otherwise local
@@ -479,8 +480,15 @@ class HiCacheHicache(HiCacheStorage):
         layout = str(getattr(hp, "layout", "layer_first"))
         kv = getattr(hp, "kv_buffer", None)
         if kv is None and hasattr(hp, "k_buffer") and hasattr(hp, "get_page_buffer_meta"):
-            # Asymmetric K/V (two buffers of their own head dims).
+            # Asymmetric K/V (two buffers of their own head dims; NPU's
+            # page_first_kv_split MLA pool: latent and rope parts).
             pool, watch = self._wrap_meta(hp)
+            if len(watch) > 2:
+                # The anchor's objects are "_k" and "_v": a third buffer
+                # (an indexer key) would have no name of its own.
+                pool.close()
+                raise ValueError("hicache.sglang: a KV host pool of %d buffers (K, V and more) is not "
+                                 "supported as the anchor" % len(watch))
             return pool, layout not in ZERO_COPY_LAYOUTS, watch
         size = int(getattr(hp, "size", 0) or 0)
         if kv is None:
