@@ -86,12 +86,12 @@ HC_API bool hc_key_pool_name_ok(const char *pool);
 
 /* Which object of a page. */
 enum hc_component {
-	HC_COMP_PLAIN,          /* "" : the whole flat page (bounce mode, v1) */
+	HC_COMP_PLAIN,          /* "" : the whole flat page (KV layer_first, page_head) */
 	HC_COMP_K,              /* "_k" (also MLA zero-copy) */
 	HC_COMP_V,              /* "_v" */
 	HC_COMP_MAMBA_TEMPORAL, /* "_mamba_temporal" */
 	HC_COMP_MAMBA_CONV,     /* "_mamba_conv_<index>" */
-	HC_COMP_POOL,           /* "_<pool>" : side pool, bounce mode, or anchor marker */
+	HC_COMP_POOL,           /* "_<pool>" : one-object side pool, or anchor marker */
 	HC_COMP_POOL_K,         /* "_<pool>_k" */
 	HC_COMP_POOL_V,         /* "_<pool>_v" */
 	HC_COMP_POOL_INDEX,     /* "_<pool>_<index>" */

@@ -9,11 +9,17 @@
  *   v2   hc_store_set_v2 / _get_v2 / _exists_v2 over several pools at once
  *        (kv, mamba, swa, indexer, ...), with hit policies.
  *
- * Every pool gets a context: zero-copy (pages move straight between pool
- * memory and storage; only for layouts that keep a page contiguous per
- * buffer and, under O_DIRECT, whose buffer bases and page strides are
- * multiples of the direct-I/O alignment) or bounce (pages are gathered into
- * per-call bounce slots of raw bytes, each rounded up to the alignment).
+ * A page is stored as objects that depend on its pool alone (kind, layout,
+ * buffers; docs/FORMAT.md): one per buffer for KV page_first and
+ * page_first_direct, Mamba, indexer and segments pools, one of the flat
+ * page for KV layer_first and page_head. Every pool gets a context:
+ * zero-copy (objects move straight between pool memory and storage; only
+ * for the per-buffer pools and, under O_DIRECT, when their buffer bases
+ * and page strides are multiples of the direct-I/O alignment) or bounce
+ * (objects are built in per-call bounce slots of raw bytes, each rounded
+ * up to the alignment). Both write the same objects, so pages stay
+ * readable across instances whose memory is aligned differently, a
+ * use_direct_io or force_bounce change.
  *
  * Objects are immutable: a page that exists is not rewritten. Each object
  * carries a trailer (geometry tag, payload length, XXH3-64 checksum), so a
@@ -74,7 +80,7 @@ struct hc_store_opts {
 	uint32_t tp_rank;
 	uint32_t tp_size;
 	/* Force bounce mode for every pool (the default picks zero-copy where
-	 * it is allowed). */
+	 * it is allowed). Pages keep their objects (names, bytes) either way. */
 	bool force_bounce;
 };
 
@@ -130,7 +136,9 @@ struct hc_pool_reg {
 	 * "_<model>_<tp>_<tps>_<pps>_<ppr>"): at most HC_SUFFIX_MAX - 1 bytes,
 	 * no '/', and the full names must fit (checked here: -EINVAL). */
 	const char *suffix;
-	bool force_bounce; /* this pool only; the store's option still applies */
+	/* This pool only; the store's option still applies. Changes how pages
+	 * move, never their objects. */
+	bool force_bounce;
 	/* The element type of the pool's data, part of its identity: NULL or
 	 * "" = none (the geometry tag is the one stores have always written,
 	 * so pages of existing stores stay readable); else its name, e.g.
@@ -169,10 +177,12 @@ HC_API int hc_store_register_group(struct hc_store *store, const struct hc_pool_
 
 struct hc_store_pool_info {
 	bool zero_copy;
-	size_t slot_bytes; /* bounce slot size (0 in zero-copy mode) */
+	/* A page's bounce slot: its objects' images back to back (0 in
+	 * zero-copy mode). */
+	size_t slot_bytes;
 	size_t page_bytes; /* flat page bytes */
 	size_t alignment;  /* direct-I/O alignment the context was chosen for */
-	unsigned objects;  /* objects per page */
+	unsigned objects;  /* objects per page (the same in either mode) */
 };
 HC_API int hc_store_pool_info(const struct hc_store *store, const char *pool,
 			      struct hc_store_pool_info *out);

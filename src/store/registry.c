@@ -118,10 +118,31 @@ static int set_component(struct store_ctx *c, unsigned i, enum hc_component kind
 	return rc < 0 ? rc : 0;
 }
 
-/* Names as the reference: v1 zero-copy KV "_k"/"_v" (MLA "_k"), bounce
- * plain; side pools "_<pool>" in bounce mode, zero-copy Mamba
+/* Whether a page's objects are its segments, one per buffer (split), or
+ * one object of the flat page. It follows from the pool alone (kind,
+ * layout, contiguity), never from this process's memory alignment,
+ * use_direct_io or force_bounce, so every instance names a page alike:
+ * the layouts SGLang's NIXL backend moves zero-copy (KV page_first and
+ * page_first_direct) and the pools whose pages are contiguous per buffer
+ * (Mamba, indexer, segments) are split; KV layer_first and page_head
+ * keep one object of the flat page, as SGLang names them. Whether the
+ * objects then move zero-copy or through a bounce slot is up to the
+ * memory (ctx_build); the names and the bytes stored are the same. */
+static bool objects_split(const struct hc_pool *pool, unsigned nsegs)
+{
+	const struct hc_kv_geometry *kv = hc_pool_kv_geometry(pool);
+	if (!nsegs || hc_pool_kind(pool) == HC_POOL_ANCHOR)
+		return false;
+	return !kv || kv->layout == HC_LAYOUT_PAGE_FIRST ||
+	       kv->layout == HC_LAYOUT_PAGE_FIRST_DIRECT;
+}
+
+/* Names as the reference: split KV "_k"/"_v" (MLA "_k"), one flat page
+ * plain; side pools "_<pool>" for a flat page, split Mamba
  * "_mamba_temporal"/"_mamba_conv_<i>", two-buffer pools "_<pool>_k/_v",
- * other multi-buffer pools "_<pool>_<i>", one-buffer pools "_<pool>". */
+ * other multi-buffer pools "_<pool>_<i>", one-buffer pools "_<pool>".
+ * A bounce slot holds the page's object images back to back
+ * (obj[i].slot_off), so a split page bounces into the same objects. */
 static int name_objects(struct store_ctx *c, const struct hc_segment *segs, unsigned nsegs)
 {
 	const char *pool = c->name;
@@ -130,7 +151,7 @@ static int name_objects(struct store_ctx *c, const struct hc_segment *segs, unsi
 		c->obj[0].payload = 0;
 		return set_component(c, 0, HC_COMP_PLAIN, NULL, 0);
 	}
-	if (!c->zero_copy) {
+	if (!c->split) {
 		c->nobj = 1;
 		c->obj[0].payload = c->page_bytes;
 		return c->anchor ? set_component(c, 0, HC_COMP_PLAIN, NULL, 0)
@@ -331,7 +352,8 @@ static int ctx_build(struct hc_store *st, const char *name, struct hc_pool *pool
 		nsegs = 0;
 	if (nsegs && (rc = hc_pool_page_segments(pool, 0, segs, STORE_MAX_OBJS)) < 0)
 		return rc;
-	c->zero_copy = !c->marker && !st->force_bounce && !reg->force_bounce && nsegs > 0 &&
+	c->split = !c->marker && objects_split(pool, nsegs);
+	c->zero_copy = c->split && !st->force_bounce && !reg->force_bounce &&
 		       hc_pool_aligned(pool, c->alignment);
 	if (c->zero_copy && st->ops->probe_memory) {
 		/* The reference's zero-length-file bug came from memory that
@@ -356,12 +378,17 @@ static int ctx_build(struct hc_store *st, const char *name, struct hc_pool *pool
 					name, c->suffix, c->obj[i].component, j, i);
 	if ((rc = ctx_names_fit(c)))
 		return rc;
+	uint64_t images = 0;
 	for (unsigned i = 0; i < c->nobj; i++) {
 		c->obj[i].len = format_object_len(c->obj[i].payload);
-		if (!c->obj[i].len)
+		if (!c->obj[i].len || images + c->obj[i].len < images)
 			return util_fail(-EINVAL, "store: pool '%s' pages are too large", name);
+		c->obj[i].slot_off = images;
+		images += c->obj[i].len;
 	}
-	c->slot_bytes = c->zero_copy ? 0 : c->obj[0].len;
+	if (!c->zero_copy && images > SIZE_MAX)
+		return util_fail(-EINVAL, "store: pool '%s' pages are too large", name);
+	c->slot_bytes = c->zero_copy ? 0 : (size_t)images;
 	const struct hc_kv_geometry *kv = hc_pool_kv_geometry(pool);
 	c->tmpl.pool_kind = (uint16_t)kind;
 	c->tmpl.layout = kv ? (uint16_t)kv->layout : 0;

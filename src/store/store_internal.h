@@ -54,8 +54,9 @@ struct obj_desc {
 	char component[COMPONENT_MAX];
 	enum hc_component kind;
 	uint32_t index;
-	uint64_t payload; /* bytes */
-	uint64_t len;     /* object bytes */
+	uint64_t payload;  /* bytes */
+	uint64_t len;      /* object bytes */
+	uint64_t slot_off; /* where its image lies in the page's bounce slot */
 };
 
 struct store_ctx {
@@ -63,7 +64,10 @@ struct store_ctx {
 	struct hc_pool *pool;
 	bool anchor;
 	bool marker; /* logical anchor: one empty marker object per page */
-	bool zero_copy;
+	/* A page's objects are its segments (registry.c objects_split):
+	 * fixed by the pool, whatever zero_copy is. */
+	bool split;
+	bool zero_copy;   /* split, and the objects move from pool memory */
 	bool skip_writes; /* rank-replicated on a TP rank other than 0 */
 	char suffix[HC_SUFFIX_MAX];
 	char elem_type[HC_ELEM_TYPE_MAX + 1]; /* "" = none (hc_pool_reg.elem_type) */
@@ -86,7 +90,8 @@ struct entry;
 /* The CPU work of one object of a chunk, done by the backend's per-object
  * hooks (store_obj.prepare/arrived) while the rest of the chunk is on the
  * disk, or by the chunk loop itself for backends without them. Each hook
- * touches only its own object (and, in bounce mode, its own page). */
+ * touches only its own object (and, in bounce mode, its own slice of the
+ * slot and its own page or segment). */
 struct obj_job {
 	struct hc_store *st;
 	const struct entry *e;
@@ -260,7 +265,8 @@ uint8_t *store_entry_page(const struct entry *e, struct work *w, size_t *slot_of
 /* Object k (object o of page e) of a chunk: its job and its iovecs. */
 void store_obj_job_init(struct hc_store *st, struct work *w, const struct entry *e, unsigned o,
 			size_t k, uint8_t *slot, const struct hc_segment *segs, uint8_t *pad);
-/* The object's trailer and, in bounce mode, its gathered page and pad. */
+/* The object's trailer and, in bounce mode, its gathered page (or
+ * segment) and pad. */
 void store_build_image(const struct obj_job *j);
 /* Check an object read whole (a bounce page that passes goes to the pool). */
 void store_get_check(struct obj_job *j);

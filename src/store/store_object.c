@@ -47,13 +47,14 @@ static unsigned zero_copy_iov(struct iovec *iov, const struct hc_segment *seg, u
 	return n;
 }
 
-/* Where an entry's page is for this chunk: its zero-copy segments (when the
- * pool is zero-copy) and its bounce slot, right after the previous entry's. */
+/* Where an entry's page is for this chunk: its segments in the pool (when
+ * its objects are, zero-copy or bounced) and its bounce slot, right after
+ * the previous entry's. */
 uint8_t *store_entry_page(const struct entry *e, struct work *w, size_t *slot_off,
 			  struct hc_segment *segs)
 {
 	const struct store_ctx *c = e->ctx;
-	if (c->zero_copy)
+	if (c->split)
 		hc_pool_page_segments(c->pool, e->page, segs, STORE_MAX_OBJS);
 	/* A zero-copy chunk may have no bounce buffer: no NULL + offset. */
 	uint8_t *slot = w->bounce ? w->bounce + *slot_off : NULL;
@@ -61,9 +62,24 @@ uint8_t *store_entry_page(const struct entry *e, struct work *w, size_t *slot_of
 	return slot;
 }
 
+/* Copy len bytes from src to dst and return their checksum: in one pass
+ * from BOUNCE_SUMMED_MIN_BYTES on (see there). */
+static uint64_t copy_summed(void *dst, const void *src, size_t len)
+{
+	if (len < BOUNCE_SUMMED_MIN_BYTES) {
+		memcpy(dst, src, len);
+		return util_checksum(dst, len);
+	}
+	struct util_checksum_copy sum;
+	util_checksum_copy_init(&sum);
+	util_checksum_copy_add(&sum, dst, src, len);
+	return util_checksum_copy_end(&sum);
+}
+
 /* The object's image around its iovecs, which are already in place: the
- * trailer with the payload's checksum and, in bounce mode, the page
- * gathered into its slot and the padding. */
+ * trailer with the payload's checksum and, in bounce mode, the page (a
+ * split page: this object's segment) gathered into its slot and the
+ * padding. */
 void store_build_image(const struct obj_job *j)
 {
 	const struct store_ctx *c = j->e->ctx;
@@ -72,6 +88,11 @@ void store_build_image(const struct obj_job *j)
 		trailer_for(c, j->o, 0, &t);
 	} else if (c->zero_copy) {
 		trailer_for(c, j->o, util_checksum(j->seg.addr, j->seg.len), &t);
+	} else if (c->split) {
+		/* The segment into its slice of the slot: the object a zero-copy
+		 * pool writes from the pool, byte for byte. */
+		trailer_for(c, j->o, copy_summed(j->slot, j->seg.addr, j->seg.len), &t);
+		memset(j->slot + j->seg.len, 0, j->obj->len - FORMAT_BLOCK - j->seg.len);
 	} else {
 		uint64_t sum;
 		if (c->page_bytes >= BOUNCE_SUMMED_MIN_BYTES) {
@@ -111,8 +132,12 @@ void store_obj_job_init(struct hc_store *st, struct work *w, const struct entry 
 		j->seg = segs[o];
 		obj->iovcnt = zero_copy_iov(w->iov[k], &segs[o], obj->len, pad, j->block);
 	} else {
-		j->block = slot + obj->len - FORMAT_BLOCK;
-		w->iov[k][0] = (struct iovec){slot, obj->len};
+		/* A split page's object o has its slice of the slot. */
+		j->slot = slot + c->obj[o].slot_off;
+		if (c->split)
+			j->seg = segs[o];
+		j->block = j->slot + obj->len - FORMAT_BLOCK;
+		w->iov[k][0] = (struct iovec){j->slot, obj->len};
 		obj->iovcnt = 1;
 	}
 }
@@ -167,12 +192,36 @@ static int get_bounce_verified(struct obj_job *j)
 	return verify_sum(pool_scatter_summed(c->pool, j->e->page, j->slot), &got, &j->damaged);
 }
 
+/* A bounced object of a split page: checked, and its payload copied into
+ * its own segment of the pool (never another object's) when it passes; in
+ * one pass from BOUNCE_SUMMED_MIN_BYTES on, which copies a segment that
+ * fails all the same, as get_bounce_verified does a page. */
+static int get_segment_bounced(struct obj_job *j)
+{
+	const struct store_ctx *c = j->e->ctx;
+	struct store_trailer got;
+	int rc = verify_trailer(c, j->o, j->block, &got, &j->damaged);
+	if (rc)
+		return rc;
+	if (j->st->verify && j->seg.len >= BOUNCE_SUMMED_MIN_BYTES)
+		return verify_sum(copy_summed(j->seg.addr, j->slot, j->seg.len), &got, &j->damaged);
+	if (j->st->verify &&
+	    (rc = verify_sum(util_checksum(j->slot, j->seg.len), &got, &j->damaged)))
+		return rc;
+	memcpy(j->seg.addr, j->slot, j->seg.len);
+	return 0;
+}
+
 /* Check an object that was read whole. A bounce page that passes goes into
- * the pool at once (bounce pages are one object). */
+ * the pool at once (a split page object by object, each into its segment). */
 void store_get_check(struct obj_job *j)
 {
 	const struct store_ctx *c = j->e->ctx;
 	j->checked = true;
+	if (!c->zero_copy && c->split) {
+		j->verdict = get_segment_bounced(j);
+		return;
+	}
 	if (!c->zero_copy && !c->marker && j->st->verify &&
 	    c->page_bytes >= BOUNCE_SUMMED_MIN_BYTES) {
 		j->verdict = get_bounce_verified(j);

@@ -46,12 +46,15 @@ enum { KV_ID = 1, OTHER_ID = 2 };
 
 struct variant {
 	bool file, bounce;
+	/* layer_first KV: one object per page (page_first has K and V
+	 * objects in either mode). */
+	bool one_object;
 };
 
 static const struct variant variants[] = {
-	{true, false},
-	{true, true},
-	{false, false},
+	{true, false, false},
+	{true, true, false},
+	{false, false, false},
 };
 #define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
 
@@ -73,7 +76,9 @@ static void fx_open(struct fx *f, const struct variant *v)
 	} else {
 		f->st = st_open_mem(v->bounce);
 	}
-	struct hc_kv_geometry g = st_kv_geo(HC_LAYOUT_PAGE_FIRST, false, SLOTS);
+	struct hc_kv_geometry g = st_kv_geo(v->one_object ? HC_LAYOUT_LAYER_FIRST
+							  : HC_LAYOUT_PAGE_FIRST,
+					    false, SLOTS);
 	f->pool = st_kv_pool(&g);
 	assert_int_equal(hc_store_register_pool(f->st, "kv", f->pool, true), 0);
 	struct hc_store_pool_info info;
@@ -1087,14 +1092,14 @@ static void bucket_of(const struct hc_key *k, char out[3])
 	hc_key_bucket_hex(hc_key_route_hash(name), out);
 }
 
-/* Bounce mode: one object per page, named with no component. The bucket
+/* A layer_first pool: one object per page, named with no component. The bucket
  * of B's page 5 becomes a plain file, so writing (and reading) any page
  * routed there fails with -ENOTDIR; the first op is a long set, so that A,
  * B and C are likely queued behind it and share one stream. */
 static void test_failed_page(void **state)
 {
 	(void)state;
-	const struct variant v = {true, true};
+	const struct variant v = {true, true, true};
 	struct fx f;
 	fx_open(&f, &v);
 	assert_int_equal(f.objects, 1);

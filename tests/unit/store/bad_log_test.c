@@ -35,12 +35,13 @@ struct fx {
 	char paths[NP][PATH_MAX];
 };
 
-/* A bounce-mode store (one object per page) with pages 0..NP-1 set. */
+/* A layer_first store (one object per page, in any mode) with pages
+ * 0..NP-1 set. */
 static void fx_init(struct fx *f)
 {
 	st_mkdtemp(f->dir);
 	f->st = st_open_file(f->dir, false, true, NULL);
-	struct hc_kv_geometry g = st_kv_geo(HC_LAYOUT_PAGE_FIRST, false, 2 * NP);
+	struct hc_kv_geometry g = st_kv_geo(HC_LAYOUT_LAYER_FIRST, false, 2 * NP);
 	f->pool = st_kv_pool(&g);
 	assert_int_equal(hc_store_register_pool(f->st, "kv", f->pool, true), 0);
 	st_keys(5, NP, 8, f->keys);

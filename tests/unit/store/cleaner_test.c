@@ -59,10 +59,9 @@ static void write_batches(struct hc_store *st, struct hc_pool *pool, const struc
  * are the oldest: batches before the boundary batch are gone, batches after
  * it complete. Returns the pages present; *first_full the first complete
  * batch. */
-static uint64_t check_prefix_deleted(const char *dir, const struct written *w, bool zero_copy,
-				     unsigned *first_full)
+static uint64_t check_prefix_deleted(const char *dir, const struct written *w, unsigned *first_full)
 {
-	unsigned nobj = zero_copy ? 2 : 1;
+	unsigned nobj = 2; /* page_first: K and V, in either mode */
 	uint64_t present = 0;
 	int boundary = -1; /* first batch with a page present */
 	*first_full = w->batches;
@@ -70,7 +69,7 @@ static uint64_t check_prefix_deleted(const char *dir, const struct written *w, b
 		unsigned have = 0;
 		for (unsigned i = 0; i < w->batch; i++) {
 			struct hc_key k = wkey(w, b, i);
-			unsigned n = rt_objects_present(dir, &k, zero_copy);
+			unsigned n = rt_objects_present(dir, &k);
 			if (n != 0 && n != nobj)
 				fail_msg("batch %u page %u: %u of %u objects (half a page)", b, i,
 					 n, nobj);
@@ -256,7 +255,7 @@ static void test_capacity(void **state)
 	assert_int_equal(ls.objects, 2 * ls.pages);
 	assert_int_equal(ls.bytes, ls.pages * page_disk);
 	unsigned first_full;
-	uint64_t present = check_prefix_deleted(dir, &w, true, &first_full);
+	uint64_t present = check_prefix_deleted(dir, &w, &first_full);
 	assert_int_equal(present, ls.pages);
 	assert_true(first_full > 0); /* the oldest went */
 	check_readable(st, pool, &w, first_full, w.batches, scratch);
@@ -390,7 +389,7 @@ static void test_watermark(void **state)
 	assert_true(used < 30);
 	assert_true(used > 25); /* it stopped at the low watermark */
 	unsigned first_full;
-	uint64_t present = check_prefix_deleted(dir, &w, true, &first_full);
+	uint64_t present = check_prefix_deleted(dir, &w, &first_full);
 	assert_true(present > 0);
 	assert_true(first_full > 0);
 	check_readable(f->st, f->pool, &w, first_full, w.batches, f->scratch);
@@ -490,7 +489,7 @@ static void test_gc_and_ls(void **state)
 	assert_true(after.oldest_ns > ls.oldest_ns);
 	assert_int_equal(after.newest_ns, ls.newest_ns);
 	unsigned first_full;
-	assert_int_equal(check_prefix_deleted(dir, &w, true, &first_full), after.pages);
+	assert_int_equal(check_prefix_deleted(dir, &w, &first_full), after.pages);
 	assert_true(first_full > 0);
 	check_readable(st, pool, &w, first_full, w.batches, scratch);
 

@@ -105,7 +105,7 @@ static void file_case(bool bounce)
 	struct hc_store_stats s = st_stats(fp, NULL);
 	assert_int_equal(s.hits, 0);
 	for (int i = 0; i < NP; i++) {
-		st_obj_path(dir, &keys[i], ST_SUFFIX, bounce ? "" : "_k", path);
+		st_obj_path(dir, &keys[i], ST_SUFFIX, "_k", path);
 		assert_true(st_file_size(path) > 0);
 	}
 	/* ... and the other way round. */
@@ -129,12 +129,12 @@ static void file_case(bool bounce)
 	assert_int_equal(reg(none, d, NULL), 0);
 	assert_int_equal(reg(empty, e, ""), 0);
 	put(none, d, keys3);
-	st_obj_path(dir, &keys3[0], ST_SUFFIX, bounce ? "" : "_k", path);
+	st_obj_path(dir, &keys3[0], ST_SUFFIX, "_k", path);
 	assert_true(geometry_of(path) == UNTYPED_PAGE_FIRST_GEOMETRY);
 	get_expect(empty, e, keys3, true, false);
 	get_expect(bf, a, keys3, false, bounce);
 	/* A typed pool's tag is another one. */
-	st_obj_path(dir, &keys[0], ST_SUFFIX, bounce ? "" : "_k", path);
+	st_obj_path(dir, &keys[0], ST_SUFFIX, "_k", path);
 	assert_true(geometry_of(path) != UNTYPED_PAGE_FIRST_GEOMETRY);
 
 	hc_store_close(none);

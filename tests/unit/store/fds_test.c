@@ -138,7 +138,7 @@ static void test_half_failed_batch(void **state)
 	assert_int_equal(hc_store_pool_info(f->st, "kv", &info), 0);
 	assert_int_equal(info.zero_copy, !f->bounce);
 	const char *comp[2];
-	unsigned nc = rt_components(info.zero_copy, comp);
+	unsigned nc = rt_components(comp);
 
 	/* Break every odd bucket: about half the objects cannot be created. */
 	enum { N = NPAGES };
@@ -227,7 +227,7 @@ static void test_missing_pages(void **state)
 	}
 	/* A file of the wrong size is a miss too, and costs no fd. */
 	const char *comp[2];
-	rt_components(!f->bounce, comp);
+	rt_components(comp);
 	char path[PATH_MAX];
 	rt_obj_path(f->dir, &keys[0], comp[0], path, sizeof(path));
 	int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);

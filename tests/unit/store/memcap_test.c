@@ -21,7 +21,7 @@ static struct hc_store *open_mem(uint64_t cap, struct hc_pool *pool)
 	hc_store_opts_init(&o, sizeof(o));
 	o.backend = "mem";
 	o.config = cfg;
-	o.force_bounce = true; /* one object per page */
+	o.force_bounce = true;
 	struct hc_store *st;
 	assert_int_equal(hc_store_open(&o, &st), 0);
 	hc_config_destroy(cfg);
@@ -32,7 +32,8 @@ static struct hc_store *open_mem(uint64_t cap, struct hc_pool *pool)
 static void test_lru_cap(void **state)
 {
 	(void)state;
-	struct hc_kv_geometry kg = {1, 1, PAGE_BYTES / 2, 1, 1, 8, HC_LAYOUT_PAGE_FIRST, false};
+	/* layer_first: one object per page (page_first has K and V). */
+	struct hc_kv_geometry kg = {1, 1, PAGE_BYTES / 2, 1, 1, 8, HC_LAYOUT_LAYER_FIRST, false};
 	struct hc_pool *pool;
 	assert_int_equal(hc_pool_create_kv(&kg, NULL, &pool), 0);
 	struct hc_store *st = open_mem(3 * OBJ_BYTES, pool);

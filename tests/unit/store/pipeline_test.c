@@ -26,7 +26,8 @@ static void check_batch(const char *dir, bool bounce)
 	assert_int_equal(hc_store_register_pool(st, "kv", pool, true), 0);
 	struct hc_store_pool_info info;
 	assert_int_equal(hc_store_pool_info(st, "kv", &info), 0);
-	const char *first = bounce ? "" : "_k", *last = bounce ? "" : "_v";
+	/* page_first: K and V objects, zero-copy or bounced alike. */
+	const char *first = "_k", *last = "_v";
 
 	struct hc_key keys[N];
 	st_keys(11, N, 8, keys);
@@ -88,10 +89,8 @@ static void check_batch(const char *dir, bool bounce)
 	assert_int_equal(st_file_size(path), -1);
 	st_obj_path(dir, &keys[CORRUPT_B], ST_SUFFIX, last, path);
 	assert_int_equal(st_file_size(path), -1);
-	if (!bounce) {
-		st_obj_path(dir, &keys[CORRUPT_B], ST_SUFFIX, first, path);
-		assert_true(st_file_size(path) > 0);
-	}
+	st_obj_path(dir, &keys[CORRUPT_B], ST_SUFFIX, first, path);
+	assert_true(st_file_size(path) > 0);
 
 	/* A set of the whole batch heals exactly those three pages. */
 	a = st_stats(st, NULL);
@@ -164,10 +163,13 @@ static void check_large_bounce(enum hc_kv_layout layout)
 	}
 	assert_int_equal(hc_store_set(st, keys, LN, slots, NULL), 0);
 	char path[PATH_MAX];
-	st_obj_path(dir, &keys[BAD_FIRST], ST_SUFFIX, "", path);
+	/* layer_first: one object of the flat page; page_first: K and V of
+	 * half a page each, bounced object by object. */
+	bool one = layout == HC_LAYOUT_LAYER_FIRST;
+	st_obj_path(dir, &keys[BAD_FIRST], ST_SUFFIX, one ? "" : "_k", path);
 	st_flip(path, 10, 0x01);
-	st_obj_path(dir, &keys[BAD_LAST], ST_SUFFIX, "", path);
-	st_flip(path, (long long)pb - 1, 0x40);
+	st_obj_path(dir, &keys[BAD_LAST], ST_SUFFIX, one ? "" : "_v", path);
+	st_flip(path, (long long)(one ? pb : pb / 2) - 1, 0x40);
 	for (uint64_t i = 0; i < LN; i++)
 		st_clear(pool, back[i]);
 	struct hc_store_stats a = st_stats(st, NULL);

@@ -334,17 +334,13 @@ static inline void rt_skip_without_engine(void)
 
 /* ---- object names ---- */
 
-/* Components of a page of the rt_pool() anchor: zero-copy "_k", "_v";
- * bounce "". */
-static inline unsigned rt_components(bool zero_copy, const char **comp)
+/* Components of a page of the rt_pool() anchor: "_k", "_v" (page_first
+ * pages are K and V objects, zero-copy or bounced alike). */
+static inline unsigned rt_components(const char **comp)
 {
-	if (zero_copy) {
-		comp[0] = "_k";
-		comp[1] = "_v";
-		return 2;
-	}
-	comp[0] = "";
-	return 1;
+	comp[0] = "_k";
+	comp[1] = "_v";
+	return 2;
 }
 
 /* "<dir>/<bucket>/<name>" of key k's object with that component. */
@@ -359,10 +355,10 @@ static inline void rt_obj_path(const char *dir, const struct hc_key *k, const ch
 }
 
 /* How many of key k's objects exist under dir. */
-static inline unsigned rt_objects_present(const char *dir, const struct hc_key *k, bool zero_copy)
+static inline unsigned rt_objects_present(const char *dir, const struct hc_key *k)
 {
 	const char *comp[2];
-	unsigned n = rt_components(zero_copy, comp), have = 0;
+	unsigned n = rt_components(comp), have = 0;
 	for (unsigned i = 0; i < n; i++) {
 		char path[PATH_MAX];
 		struct stat st;

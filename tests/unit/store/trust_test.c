@@ -277,8 +277,8 @@ static void test_heal_rechecks(void **state)
 	assert_int_equal(objs[1].result, 0);
 	store_file_ops.close(be);
 	struct hc_key k0 = rt_key(0), k1 = rt_key(1);
-	assert_int_equal(rt_objects_present(f->dir, &k0, true), 2);
-	assert_int_equal(rt_objects_present(f->dir, &k1, true), 1);
+	assert_int_equal(rt_objects_present(f->dir, &k0), 2);
+	assert_int_equal(rt_objects_present(f->dir, &k1), 1);
 	assert_int_equal(rt_count_temps(f->dir), 0);
 }
 

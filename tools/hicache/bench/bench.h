@@ -93,7 +93,7 @@ struct bench_args {
 	const char *engine; /* NULL: config / environment */
 	int direct;         /* -1: config / environment, else 0 or 1 */
 	bool zero_copy;
-	bool mla; /* one latent buffer: one object per page in zero-copy mode */
+	bool mla; /* one latent buffer: one object per page */
 	bool pool_warmup;
 	enum hc_huge_mode huge_mode; /* the pool's pages */
 	uint64_t pipeline;           /* calls started per thread (1: synchronous calls) */
