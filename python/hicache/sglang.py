@@ -268,7 +268,7 @@ def _never_raises(fallback):
                     self._bad(fn.__name__, e)
                     return fallback(self, *args, **kwargs)
                 except Exception:
-                    return fallback_of_last_resort.get(fn.__name__)
+                    return _LAST_RESORT[fn.__name__]()
 
         method.__name__ = fn.__name__
         method.__doc__ = fn.__doc__
@@ -278,20 +278,21 @@ def _never_raises(fallback):
 
 
 # What a method answers when even its fallback failed (a caller's object
-# whose len() raises, say).
-fallback_of_last_resort = {
-    "batch_get_v1": [],
-    "batch_set_v1": [],
-    "batch_exists": 0,
-    "batch_get_v2": {},
-    "batch_set_v2": {},
-    "batch_get": [],
-    "batch_set": False,
-    "get": None,
-    "set": False,
-    "exists": False,
-    "clear": None,
-    "get_stats": None,
+# whose len() raises, say): a fresh value each time.
+_LAST_RESORT = {
+    "batch_get_v1": list,
+    "batch_set_v1": list,
+    "batch_exists": int,
+    "batch_get_v2": dict,
+    "batch_set_v2": dict,
+    "batch_exists_v2": lambda: PoolTransferResult(kv_hit_pages=0, extra_pool_hit_pages={}),
+    "batch_get": list,
+    "batch_set": bool,
+    "get": lambda: None,
+    "set": bool,
+    "exists": bool,
+    "clear": lambda: None,
+    "get_stats": lambda: None,
 }
 
 
@@ -600,11 +601,12 @@ class HiCacheHicache(HiCacheStorage):
         return keys
 
     @staticmethod
-    def _pages(host_indices, n, entry, what):
+    def _pages(host_indices, n, entry, what, destination=False):
         """Page index of each of n pages. host_indices holds n * ps integer
         token slots, page i's being p*ps .. p*ps+ps-1 for one page p of the
         pool (SGLang allocates host pages whole); anything else is a bad
-        call, never a guess."""
+        call, never a guess. destination (gets): no page twice, since two
+        objects would be written into one slot."""
         import torch
 
         ps = entry.page_size
@@ -644,6 +646,8 @@ class HiCacheHicache(HiCacheStorage):
             pages = torch.div(first, ps, rounding_mode="floor")
         if n and (int(pages.min()) < 0 or int(pages.max()) >= entry.pool.pages):
             raise _BadCall("%s: a page outside the pool's %d pages" % (what, entry.pool.pages))
+        if destination and n > 1 and int(torch.unique(pages).numel()) != n:
+            raise _BadCall("%s: a host page named twice as a destination" % what)
         return pages
 
     def _note(self, kind, pages, t0):
@@ -672,7 +676,7 @@ class HiCacheHicache(HiCacheStorage):
         if not keys:
             return []
         t0 = time.perf_counter()
-        pages = self._pages(host_indices, len(keys), self._entry("kv"), "batch_get_v1")
+        pages = self._pages(host_indices, len(keys), self._entry("kv"), "batch_get_v1", True)
         hits, res = self.store.get(keys, pages)
         self._note("prefetch", hits, t0)
         return [r == 0 for r in res]
@@ -696,15 +700,17 @@ class HiCacheHicache(HiCacheStorage):
             raise _BadCall("%s: transfers must be a list of PoolTransfer, not %s" % (what, type(transfers).__name__))
         out, todo = {}, []
         for t in transfers:
-            name = _name(t.name)
-            keys = self._keys(t.keys if t.keys is not None else [], "%s pool %r" % (what, name))
-            out[name] = [False] * len(keys)
-            if not keys:
-                continue
+            name = _name(t.name)  # no name, nothing to answer under: a bad call
+            raw = getattr(t, "keys", None)
+            out[name] = [False] * _count(raw)
             try:
+                keys = self._keys(raw if raw is not None else [], "%s pool %r" % (what, name))
+                if not keys:
+                    continue
                 entry = self._entry(name)
-                pages = self._pages(t.host_indices, len(keys), entry, "%s pool %r" % (what, name))
+                pages = self._pages(t.host_indices, len(keys), entry, "%s pool %r" % (what, name), not setting)
             except Exception as e:
+                # This transfer only: the others still move.
                 self._bad(what, e)
                 continue
             todo.append(hicache.Transfer(name, keys, pages))

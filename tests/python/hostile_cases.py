@@ -315,6 +315,9 @@ def duplicate_get_slots_lose_nothing(d):
         assert all(b.batch_set_v1(ks, slots([0, 1])))
         r = b.batch_get_v1(ks, slots([3, 3]))
         assert r == [False, False], r
+        # and the package straight to the store: the C library refuses it
+        e = expect(hicache.Error, b.store.get, ks, [3, 3])
+        assert "twice" in str(e) or "Invalid" in str(e), e
         st = b.store.stats()
         assert st["corrupt"] == 0, st
         assert b.batch_exists(ks) == 2, "a healthy object was deleted"
@@ -588,12 +591,16 @@ def mamba_and_swa_checked_too(d):
     dup = hs.PoolTransfer(name=hs.PoolName.SWA, keys=ks, host_indices=slots([1, 1]))
     assert b.batch_set_v2([dup]) == {"swa": [True, True]}  # reading one slot twice is fine
     assert b.batch_get_v2([dup]) == {"swa": [False, False]}  # writing it twice is not
+    okm = hs.PoolTransfer(name=hs.PoolName.MAMBA, keys=ks, host_indices=torch.tensor([1, 2]))
+    assert b.batch_set_v2([okm]) == {"mamba": [True, True]}
+    assert b.batch_get_v2([dup, okm]) == {"swa": [False, False], "mamba": [True, True]}  # only the bad one
+    bad_keys = hs.PoolTransfer(name=hs.PoolName.SWA, keys="k" * 64, host_indices=slots([1]))
+    assert b.batch_get_v2([bad_keys, okm]) == {"swa": [], "mamba": [True, True]}
     old = mp.conv_buffer[0]
     mp.conv_buffer[0] = torch.zeros_like(old)
-    good = hs.PoolTransfer(name=hs.PoolName.MAMBA, keys=ks, host_indices=torch.tensor([1, 2]))
-    assert b.batch_set_v2([good]) == {"mamba": [False, False]}
+    assert b.batch_set_v2([okm]) == {"mamba": [False, False]}
     mp.conv_buffer[0] = old
-    assert b.batch_set_v2([good]) == {"mamba": [True, True]}
+    assert b.batch_set_v2([okm]) == {"mamba": [True, True]}
 
 
 def main():
