@@ -18,7 +18,8 @@
  *   put     PUT with If-None-Match: * (objects are immutable; 412 = exists)
  *   get     GET; the body is written straight into the object's iovecs
  *   exists  HEAD; a hit needs the expected Content-Length
- *   remove  DELETE (the store core's healing of corrupt objects; gc)
+ *   remove  GET again, DELETE only an invalid copy (the store core's
+ *           healing of objects it found damaged)
  *
  * Bodies stream from and into the store's iovecs (pool segments in
  * zero-copy mode) through read/write callbacks: nothing is gathered first.
@@ -47,6 +48,7 @@
  */
 #define _GNU_SOURCE
 #include "store/backend/s3_internal.h"
+#include "store/format.h"
 #include "store/s3.h"
 #include "util/util.h"
 
@@ -147,9 +149,75 @@ static int64_t s3_exists(void *p, struct store_obj *objs, size_t n, bool stop_at
 	return lead;
 }
 
+/*
+ * Healing: the store found these objects damaged when it read them. That
+ * verdict may come from the caller's memory (a zero-copy payload changed
+ * while it was read), and a good copy may have been published since; S3
+ * has no atomic move aside as the file backend has. So each object is read
+ * again, whole, into a buffer of ours, and deleted only when that copy has
+ * the expected size and is not a valid object. A good copy published
+ * between that read and the DELETE is lost: a miss the next set heals,
+ * never wrong data. Results as the contract says: 0 deleted, -EEXIST a
+ * valid object (or one of another size: another geometry's) kept,
+ * -ENOENT, -errno.
+ */
 int s3_remove(void *p, struct store_obj *objs, size_t n)
 {
-	return s3_batch(p, objs, n, S3_DELETE);
+	struct store_obj *again = hc_fault_calloc(n ? n : 1, sizeof(*again));
+	struct iovec *iov = hc_fault_calloc(n ? n : 1, sizeof(*iov));
+	size_t *del_of = hc_fault_calloc(n ? n : 1, sizeof(*del_of));
+	int rc = 0;
+	if (!again || !iov || !del_of) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		iov[i].iov_base = objs[i].len ? hc_fault_malloc(objs[i].len) : NULL;
+		iov[i].iov_len = objs[i].len;
+		if (objs[i].len && !iov[i].iov_base) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		again[i] = (struct store_obj){.name = objs[i].name,
+					      .route = objs[i].route,
+					      .iov = &iov[i],
+					      .iovcnt = 1,
+					      .len = objs[i].len};
+	}
+	rc = s3_batch(p, again, n, S3_GET);
+	if (rc)
+		goto out;
+	size_t ndel = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct store_trailer t;
+		int r = again[i].result;
+		if (r == -ENODATA || r == -EFBIG)
+			objs[i].result = -EEXIST; /* another size: not ours to judge */
+		else if (r)
+			objs[i].result = r;
+		else if (!format_check_image(iov[i].iov_base, objs[i].len, &t))
+			objs[i].result = -EEXIST;
+		else
+			del_of[ndel++] = i;
+	}
+	for (size_t k = 0; k < ndel; k++)
+		again[k] = objs[del_of[k]];
+	if (ndel)
+		rc = s3_batch(p, again, ndel, S3_DELETE);
+	for (size_t k = 0; k < ndel; k++)
+		objs[del_of[k]].result = again[k].result;
+out:
+	if (rc)
+		for (size_t i = 0; i < n; i++)
+			if (!objs[i].result)
+				objs[i].result = rc;
+	if (iov)
+		for (size_t i = 0; i < n; i++)
+			free(iov[i].iov_base);
+	free(iov);
+	free(again);
+	free(del_of);
+	return rc;
 }
 
 static size_t s3_alignment(void *p)
