@@ -20,6 +20,7 @@ and the library's message (hc_last_error()).
 The SGLang storage backend is hicache.sglang.HiCacheHicache.
 """
 
+import array
 import ctypes
 import errno as _errno
 import json
@@ -962,10 +963,17 @@ def _same_len(k, p):
 
 
 def _u32s(values, what):
-    """values as a uint32 array; an out-of-range value is refused, never
-    wrapped."""
-    vals = [_index(v, what, 1 << 32) for v in values]
-    return (ctypes.c_uint32 * max(len(vals), 1))(*vals), len(vals)
+    """values as a uint32 array; an out-of-range or non-integer value is
+    refused (array.array checks each in C), never wrapped or truncated."""
+    try:
+        arr = array.array("I", values if isinstance(values, (list, tuple, range)) else list(values))
+    except (OverflowError, TypeError, ValueError) as e:
+        raise ValueError("hicache: a %s is not an integer in [0, 2**32): %s" % (what, e)) from None
+    n = len(arr)
+    out = (ctypes.c_uint32 * max(n, 1))()
+    if n:
+        ctypes.memmove(out, arr.buffer_info()[0], n * 4)
+    return out, n
 
 
 def _seed_key(extra_key, cache_salt):

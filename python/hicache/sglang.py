@@ -323,15 +323,26 @@ class _Entry:
     """A registered pool: the hicache pool, SGLang's host pool, its page
     size, and the tensors wrapped, to notice an engine that moved them."""
 
-    __slots__ = ("pool", "host", "page_size", "watch")
+    __slots__ = ("pool", "host", "page_size", "watch", "_offsets")
 
     def __init__(self, pool, host, page_size, watch):
         self.pool = pool
         self.host = host
         self.page_size = page_size
+        self._offsets = None
         # (label, getter of the host pool's current tensor or None, tensor,
         # address, bytes)
         self.watch = [(label, get, t, int(t.data_ptr()), _nbytes(t)) for label, get, t in watch]
+
+    def offsets(self, n):
+        """n rows of 0 .. page_size-1: a whole page's host indices less its
+        first (kept: a call's pages are checked against it)."""
+        import torch
+
+        o = self._offsets
+        if o is None or o.shape[0] < n:
+            o = self._offsets = torch.arange(self.page_size, dtype=torch.int64).expand(max(n, 128), -1)
+        return o[:n]
 
     def stale(self):
         """Why the wrapped memory is no longer the host pool's, or None."""
@@ -641,7 +652,7 @@ class HiCacheHicache(HiCacheStorage):
             first = m[:, 0]
             if bool((first % ps != 0).any()):
                 raise _BadCall("%s: a page's first host index is not a multiple of the page size %d" % (what, ps))
-            if not torch.equal(m - first.unsqueeze(1), torch.arange(ps, dtype=torch.int64).expand(n, ps)):
+            if not torch.equal(m - first.unsqueeze(1), entry.offsets(n)):
                 raise _BadCall("%s: a page's host indices are not %d consecutive slots" % (what, ps))
             pages = torch.div(first, ps, rounding_mode="floor")
         if n and (int(pages.min()) < 0 or int(pages.max()) >= entry.pool.pages):
@@ -676,7 +687,9 @@ class HiCacheHicache(HiCacheStorage):
         if not keys:
             return []
         t0 = time.perf_counter()
-        pages = self._pages(host_indices, len(keys), self._entry("kv"), "batch_get_v1", True)
+        # A page named twice as a destination: the store refuses the whole
+        # call (EINVAL), which is what one transfer's bad call gives here.
+        pages = self._pages(host_indices, len(keys), self._entry("kv"), "batch_get_v1")
         hits, res = self.store.get(keys, pages)
         self._note("prefetch", hits, t0)
         return [r == 0 for r in res]
