@@ -20,6 +20,8 @@
  *   exists  HEAD; a hit needs the expected Content-Length
  *   remove  GET again, DELETE only an invalid copy (the store core's
  *           healing of objects it found damaged)
+ *   gc, clear  DELETE (s3_delete: whole pages or a store's objects,
+ *           valid ones included)
  *
  * Bodies stream from and into the store's iovecs (pool segments in
  * zero-copy mode) through read/write callbacks: nothing is gathered first.
@@ -147,6 +149,13 @@ static int64_t s3_exists(void *p, struct store_obj *objs, size_t n, bool stop_at
 			missed = true;
 	}
 	return lead;
+}
+
+/* DELETE each object, whatever it holds: gc and clear (s3_list.c), which
+ * remove valid objects on purpose. Results 0 deleted, -ENOENT, -errno. */
+int s3_delete(void *p, struct store_obj *objs, size_t n)
+{
+	return s3_batch(p, objs, n, S3_DELETE);
 }
 
 /*

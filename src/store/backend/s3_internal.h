@@ -148,7 +148,10 @@ int s3_run_requests(struct s3_be *be, struct s3_req *reqs, size_t n);
 /* s3.c */
 int s3_open(const struct hc_config *cfg, void **out);
 void s3_close(void *p);
+/* Healing (the store's ops->remove): deletes only an invalid copy. */
 int s3_remove(void *p, struct store_obj *objs, size_t n);
+/* Plain DELETE of every object (gc, clear). */
+int s3_delete(void *p, struct store_obj *objs, size_t n);
 
 /* s3_list.c */
 /* Parse one ListObjectsV2 page of the listing of prefix into l (page

@@ -391,7 +391,7 @@ int s3_tool_gc(const char *url, uint64_t capacity_bytes, uint64_t *removed_pages
 							  .result = -EIO};
 		}
 	}
-	rc = s3_remove(be, objs, nobj);
+	rc = s3_delete(be, objs, nobj);
 	for (size_t p = 0, k = 0; !rc && p < npages; p++) {
 		bool all = true;
 		for (size_t i = 0; i < pages[p].count; i++, k++) {
@@ -455,7 +455,7 @@ int64_t s3_remove_matching(void *p, bool (*match)(const char *name, void *arg), 
 			objs[n++] = (struct store_obj){.name = l.objs[i].name,
 						       .len = (size_t)l.objs[i].bytes,
 						       .result = -EIO};
-	rc = n ? s3_remove(be, objs, n) : 0;
+	rc = n ? s3_delete(be, objs, n) : 0;
 	int64_t removed = 0;
 	for (size_t i = 0; !rc && i < n; i++) {
 		if (objs[i].result == 0 || objs[i].result == -ENOENT)
