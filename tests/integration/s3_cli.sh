@@ -31,7 +31,8 @@ jget() {
 B=$AWS_DEFAULT_BUCKET
 P="cli-$$-$(date +%s%N)"
 
-# bench set then get --verify, zero-copy (2 objects a page) and bounce (1).
+# bench set then get --verify, zero-copy and bounce: page_first pages, K
+# and V objects either way.
 for zc in on off; do
 	"$BIN" bench store --backend s3 --prefix "$P/$zc/" --bucket "$B" \
 		--endpoint "$HICACHE_S3_ENDPOINT" --max-inflight 8 --zero-copy $zc --op set \
@@ -45,22 +46,35 @@ for zc in on off; do
 	[ "$(jget "$TMP/get.json" "d['verified_pages'], d['failed_pages'], d['cache']")" = "(40, 0, 's3')" ] ||
 		fail "bench get --verify (zero-copy $zc): $(cat "$TMP/get.json")"
 done
+# Both modes write the same objects: each reads the other's pages.
+for zc in on off; do
+	other=$([ $zc = on ] && echo off || echo on)
+	"$BIN" bench store --backend s3 --prefix "$P/$other/" --zero-copy $zc --op get --verify \
+		--pages 40 --page-bytes 64K --batch 16 --json >"$TMP/get.json" ||
+		fail "bench get (zero-copy $zc) of $other/"
+	[ "$(jget "$TMP/get.json" "d['verified_pages'], d['failed_pages'], d['cache']")" = "(40, 0, 's3')" ] ||
+		fail "bench get --verify (zero-copy $zc) of $other/: $(cat "$TMP/get.json")"
+done
 # exists over 60 pages of which 40 are stored.
 "$BIN" bench store --backend s3 --prefix "$P/on/" --op exists --pages 60 --page-bytes 64K \
 	--batch 60 --json >"$TMP/exists.json" || fail "bench exists"
 [ "$(jget "$TMP/exists.json" "d['hits'], d['misses']")" = "(40, 20)" ] ||
 	fail "bench exists: $(cat "$TMP/exists.json")"
 
-# ls: 40 pages of 2 objects under on/, 40 of 1 under off/, 64 KiB payloads.
-obj_on=$((32768 + 4096)) obj_off=$((65536 + 4096))
+# ls: 40 pages under on/ and 40 under off/, each a K and a V object of
+# 32 KiB (half the 64 KiB page) + a 4 KiB trailer block, bounced or not.
+obj=$((32768 + 4096))
 "$BIN" ls --json "s3://$B/$P/" >"$TMP/ls.json" || fail "ls s3://"
-[ "$(jget "$TMP/ls.json" "d['pages'], d['objects'], d['bytes']")" = "(80, 120, $((80 * obj_on + 40 * obj_off)))" ] ||
+[ "$(jget "$TMP/ls.json" "d['pages'], d['objects'], d['bytes']")" = "(80, 160, $((160 * obj)))" ] ||
 	fail "ls: $(cat "$TMP/ls.json")"
-"$BIN" ls --json "s3://$B/$P/on/" >"$TMP/ls.json" || fail "ls s3:// prefix"
-[ "$(jget "$TMP/ls.json" "d['pages'], d['objects']")" = "(40, 80)" ] || fail "ls on/: $(cat "$TMP/ls.json")"
+for zc in on off; do
+	"$BIN" ls --json "s3://$B/$P/$zc/" >"$TMP/ls.json" || fail "ls s3:// prefix $zc/"
+	[ "$(jget "$TMP/ls.json" "d['pages'], d['objects'], d['bytes']")" = "(40, 80, $((80 * obj)))" ] ||
+		fail "ls $zc/: $(cat "$TMP/ls.json")"
+done
 
 # gc down to 10 pages' worth of on/, then everything.
-cap=$(python3 -c "print($((10 * 2 * obj_on)) / 1e9)")
+cap=$(python3 -c "print($((10 * 2 * obj)) / 1e9)")
 "$BIN" gc --json "s3://$B/$P/on/" --capacity-gb "$cap" >"$TMP/gc.json" || fail "gc s3://"
 [ "$(jget "$TMP/gc.json" "d['removed_pages'], d['pages_left']")" = "(30, 10)" ] ||
 	fail "gc: $(cat "$TMP/gc.json")"

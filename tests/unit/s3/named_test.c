@@ -70,16 +70,23 @@ static void test_names(void **state)
 		assert_int_equal(hc_store_get_named(st, names, NN, r, res), NN);
 		for (size_t i = 0; i < NN; i++)
 			st_assert_page(kv, r[i], KV_ID, i);
-		/* The objects' keys are the names, byte for byte. */
+		/* The objects' keys are the names, byte for byte: page_first
+		 * stores "_k" and "_v", bounced or not, and no plain object. */
 		struct hc_store_pool_info info;
 		assert_int_equal(hc_store_pool_info(st, "kv", &info), 0);
+		assert_int_equal(info.zero_copy, !bounce);
+		assert_int_equal(info.objects, 2);
+		static const char *const comps[] = {"_k", "_v", ""};
 		for (size_t i = 0; i < NN; i++) {
-			char key[512], enc[1600];
-			snprintf(key, sizeof(key), "%s%s%s%s%s", s3t_prefix, sub, names[i],
-				 ST_SUFFIX, info.zero_copy ? "_k" : "");
-			url_key(key, enc, sizeof(enc));
-			if (s3t_raw("HEAD", enc, NULL, 0) != 200)
-				fail_msg("no object under the key '%s'", key);
+			for (int c = 0; c < 3; c++) {
+				char key[512], enc[1600];
+				snprintf(key, sizeof(key), "%s%s%s%s%s", s3t_prefix, sub, names[i],
+					 ST_SUFFIX, comps[c]);
+				url_key(key, enc, sizeof(enc));
+				long want = *comps[c] ? 200 : 404;
+				if (s3t_raw("HEAD", enc, NULL, 0) != want)
+					fail_msg("HEAD '%s': expected %ld", key, want);
+			}
 		}
 		/* Another name differing by one encoded byte is another object. */
 		const char *other[1] = {"100%25"};

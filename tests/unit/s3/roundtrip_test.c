@@ -32,10 +32,14 @@ static void kv_case(enum hc_kv_layout layout, bool mla, bool bounce)
 	assert_int_equal(hc_store_register_pool(st, "kv", pool, true), 0);
 	struct hc_store_pool_info info;
 	assert_int_equal(hc_store_pool_info(st, "kv", &info), 0);
-	/* No alignment to keep: every contiguous layout is zero-copy. */
-	bool zero_copy = !bounce && layout != HC_LAYOUT_LAYER_FIRST;
+	/* The objects follow from the layout alone: K and V (MLA: K) for
+	 * page_first and page_first_direct, one of the flat page for
+	 * layer_first, zero-copy or bounced. No alignment to keep: every
+	 * split layout is zero-copy unless bounce is forced. */
+	bool split = layout != HC_LAYOUT_LAYER_FIRST;
+	bool zero_copy = !bounce && split;
 	assert_int_equal(info.zero_copy, zero_copy);
-	assert_int_equal(info.objects, zero_copy ? (mla ? 1 : 2) : 1);
+	assert_int_equal(info.objects, split ? (mla ? 1 : 2) : 1);
 
 	struct hc_key keys[NPAGES];
 	st_keys(300 + (uint32_t)layout * 4 + mla * 2 + bounce, NPAGES, g.page_size, keys);
@@ -67,10 +71,10 @@ static void kv_case(enum hc_kv_layout layout, bool mla, bool bounce)
 	/* The names of the file backend, under the prefix; nothing else. */
 	const char *suffix = mla ? ST_SUFFIX_MLA : ST_SUFFIX;
 	for (int p = 0; p < NPAGES; p += NPAGES - 1) {
-		assert_int_equal(head(sub, &keys[p], suffix, "_k"), zero_copy ? 200 : 404);
-		assert_int_equal(head(sub, &keys[p], suffix, "_v"), zero_copy && !mla ? 200 : 404);
-		assert_int_equal(head(sub, &keys[p], suffix, ""), zero_copy ? 404 : 200);
-		assert_int_equal(head(NULL, &keys[p], suffix, zero_copy ? "_k" : ""), 404);
+		assert_int_equal(head(sub, &keys[p], suffix, "_k"), split ? 200 : 404);
+		assert_int_equal(head(sub, &keys[p], suffix, "_v"), split && !mla ? 200 : 404);
+		assert_int_equal(head(sub, &keys[p], suffix, ""), split ? 404 : 200);
+		assert_int_equal(head(NULL, &keys[p], suffix, split ? "_k" : ""), 404);
 	}
 	hc_store_close(st);
 	hc_pool_destroy(pool);
@@ -109,7 +113,7 @@ static void side_case(bool bounce)
 	struct hc_store_pool_info info;
 	assert_int_equal(hc_store_pool_info(st, "mamba", &info), 0);
 	assert_int_equal(info.zero_copy, !bounce);
-	assert_int_equal(info.objects, bounce ? 1 : 3);
+	assert_int_equal(info.objects, 3); /* temporal + 2 conv, bounced or not */
 
 	struct hc_pool *pools[4] = {kv, mamba, idx, swa};
 	const char *names[4] = {"kv", "mamba", "indexer", "swa"};
@@ -143,13 +147,18 @@ static void side_case(bool bounce)
 			assert_int_equal(res[i][p], 0);
 			st_assert_page(pools[i], rslots[p], ids[i], p);
 		}
-	if (!bounce) {
-		assert_int_equal(head(sub, &keys[0], ST_SUFFIX, "_mamba_temporal"), 200);
-		assert_int_equal(head(sub, &keys[0], ST_SUFFIX, "_mamba_conv_1"), 200);
-	} else {
-		assert_int_equal(head(sub, &keys[0], ST_SUFFIX, "_mamba"), 200);
-		assert_int_equal(head(sub, &keys[0], ST_SUFFIX, "_indexer"), 200);
-	}
+	/* The same names zero-copy or bounced: one object per buffer, and
+	 * none of a whole page ("", "_mamba", "_swa"). */
+	static const char *const there[] =
+		{"_k",       "_v",     "_mamba_temporal", "_mamba_conv_0", "_mamba_conv_1",
+		 "_indexer", "_swa_k", "_swa_v"};
+	static const char *const absent[] = {"", "_mamba", "_swa"};
+	for (size_t i = 0; i < sizeof(there) / sizeof(there[0]); i++)
+		if (head(sub, &keys[0], ST_SUFFIX, there[i]) != 200)
+			fail_msg("bounce %d: no object '%s'", bounce, there[i]);
+	for (size_t i = 0; i < sizeof(absent) / sizeof(absent[0]); i++)
+		if (head(sub, &keys[0], ST_SUFFIX, absent[i]) != 404)
+			fail_msg("bounce %d: an object '%s'", bounce, absent[i]);
 	hc_store_close(st);
 	for (int i = 0; i < 4; i++)
 		hc_pool_destroy(pools[i]);
