@@ -220,6 +220,17 @@ HC_API int hc_pool_scatter(struct hc_pool *pool, uint64_t page, const void *src,
  * written (at most max), 0 for an anchor pool. */
 HC_API unsigned hc_pool_regions(const struct hc_pool *pool, struct hc_region *out, unsigned max);
 
+/* The pages an engine names by token slots (SGLang's host indices): page
+ * i of a call is slots[i*page_tokens .. (i+1)*page_tokens) and must be one
+ * whole page p below max_pages, its slots p*page_tokens ..
+ * p*page_tokens + page_tokens - 1 in order; pages[i] = p. One pass, no
+ * allocation: the check an adapter makes on every call. Returns 0, or
+ * -EINVAL naming the first page whose slots are not a whole page (not
+ * starting at a page boundary, not consecutive, negative, or past
+ * max_pages); pages is then partly written. */
+HC_API int hc_pages_of_slots(const int64_t *slots, size_t npages, uint32_t page_tokens,
+			     uint64_t max_pages, uint64_t *pages);
+
 /* The pool's slot allocator (owned by the pool). */
 HC_API struct hc_slots *hc_pool_slots(struct hc_pool *pool);
 

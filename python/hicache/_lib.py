@@ -238,6 +238,7 @@ _PROTOS = {
     "hc_pool_aligned": (c_bool, [c_void_p, c_size_t]),
     "hc_pool_segment_count": (ctypes.c_uint, [c_void_p]),
     "hc_pool_page_segments": (c_int, [c_void_p, c_u64, POINTER(Segment), ctypes.c_uint]),
+    "hc_pages_of_slots": (c_int, [c_void_p, c_size_t, c_u32, c_u64, c_void_p]),
     "hc_pool_gather": (c_int, [c_void_p, c_u64, c_void_p, c_size_t]),
     "hc_pool_scatter": (c_int, [c_void_p, c_u64, c_void_p, c_size_t]),
     "hc_store_opts_init": (None, [POINTER(StoreOpts), c_size_t]),

@@ -323,26 +323,15 @@ class _Entry:
     """A registered pool: the hicache pool, SGLang's host pool, its page
     size, and the tensors wrapped, to notice an engine that moved them."""
 
-    __slots__ = ("pool", "host", "page_size", "watch", "_offsets")
+    __slots__ = ("pool", "host", "page_size", "watch")
 
     def __init__(self, pool, host, page_size, watch):
         self.pool = pool
         self.host = host
         self.page_size = page_size
-        self._offsets = None
         # (label, getter of the host pool's current tensor or None, tensor,
         # address, bytes)
         self.watch = [(label, get, t, int(t.data_ptr()), _nbytes(t)) for label, get, t in watch]
-
-    def offsets(self, n):
-        """n rows of 0 .. page_size-1: a whole page's host indices less its
-        first (kept: a call's pages are checked against it)."""
-        import torch
-
-        o = self._offsets
-        if o is None or o.shape[0] < n:
-            o = self._offsets = torch.arange(self.page_size, dtype=torch.int64).expand(max(n, 128), -1)
-        return o[:n]
 
     def stale(self):
         """Why the wrapped memory is no longer the host pool's, or None."""
@@ -644,19 +633,11 @@ class HiCacheHicache(HiCacheStorage):
         hi = hi.reshape(-1)
         if int(hi.numel()) != n * ps:
             raise _BadCall("%s: %d host indices for %d pages of %d tokens" % (what, int(hi.numel()), n, ps))
-        hi = hi.to(device="cpu", dtype=torch.int64)
-        if ps == 1:
-            pages = hi
-        else:
-            m = hi.view(n, ps)
-            first = m[:, 0]
-            if bool((first % ps != 0).any()):
-                raise _BadCall("%s: a page's first host index is not a multiple of the page size %d" % (what, ps))
-            if not torch.equal(m - first.unsqueeze(1), entry.offsets(n)):
-                raise _BadCall("%s: a page's host indices are not %d consecutive slots" % (what, ps))
-            pages = torch.div(first, ps, rounding_mode="floor")
-        if n and (int(pages.min()) < 0 or int(pages.max()) >= entry.pool.pages):
-            raise _BadCall("%s: a page outside the pool's %d pages" % (what, entry.pool.pages))
+        hi = hi.to(device="cpu", dtype=torch.int64).contiguous()
+        pages = torch.empty(n, dtype=torch.int64)
+        # One pass in C: every page's slots whole and inside the pool.
+        if hicache._C.hc_pages_of_slots(hi.data_ptr(), n, ps, entry.pool._pages, pages.data_ptr()):
+            raise _BadCall("%s: %s" % (what, hicache.last_error()))
         if destination and n > 1 and int(torch.unique(pages).numel()) != n:
             raise _BadCall("%s: a host page named twice as a destination" % what)
         return pages
