@@ -257,43 +257,22 @@ class _RateLimitedLog:
 def _never_raises(fallback):
     """A transfer method SGLang calls from its prefetch, I/O or backup
     thread: whatever the arguments, it answers (fallback(self, *args) on a
-    bad call, after one rate-limited log line) and never raises."""
+    bad call, after one rate-limited log line) and never raises. Each
+    fallback only counts and builds its answer, so it cannot fail itself."""
 
     def wrap(fn):
         def method(self, *args, **kwargs):
             try:
                 return fn(self, *args, **kwargs)
             except Exception as e:
-                try:
-                    self._bad(fn.__name__, e)
-                    return fallback(self, *args, **kwargs)
-                except Exception:
-                    return _LAST_RESORT[fn.__name__]()
+                self._bad(fn.__name__, e)
+                return fallback(self, *args, **kwargs)
 
         method.__name__ = fn.__name__
         method.__doc__ = fn.__doc__
         return method
 
     return wrap
-
-
-# What a method answers when even its fallback failed (a caller's object
-# whose len() raises, say): a fresh value each time.
-_LAST_RESORT = {
-    "batch_get_v1": list,
-    "batch_set_v1": list,
-    "batch_exists": int,
-    "batch_get_v2": dict,
-    "batch_set_v2": dict,
-    "batch_exists_v2": lambda: PoolTransferResult(kv_hit_pages=0, extra_pool_hit_pages={}),
-    "batch_get": list,
-    "batch_set": bool,
-    "get": lambda: None,
-    "set": bool,
-    "exists": bool,
-    "clear": lambda: None,
-    "get_stats": lambda: None,
-}
 
 
 def _v2_misses(self, transfers=None, *args, **kwargs):
@@ -321,7 +300,9 @@ def _exists_v2_miss(self, keys=None, pool_transfers=None, *args, **kwargs):
 
 class _Entry:
     """A registered pool: the hicache pool, SGLang's host pool, its page
-    size, and the tensors wrapped, to notice an engine that moved them."""
+    size, and the host pool's tensors as registered. The hicache pool
+    notices a tensor that moved (resized); this notices one the engine
+    replaced by another under the same attribute."""
 
     __slots__ = ("pool", "host", "page_size", "watch")
 
@@ -329,23 +310,20 @@ class _Entry:
         self.pool = pool
         self.host = host
         self.page_size = page_size
-        # (label, getter of the host pool's current tensor or None, tensor,
-        # address, bytes)
-        self.watch = [(label, get, t, int(t.data_ptr()), _nbytes(t)) for label, get, t in watch]
+        # (label, getter of the host pool's tensor or None, tensor registered)
+        self.watch = watch
 
     def stale(self):
-        """Why the wrapped memory is no longer the host pool's, or None."""
-        for label, get, t, addr, n in self.watch:
-            if get is not None:
-                try:
-                    cur = get(self.host)
-                except Exception:
-                    cur = None
-                if cur is not t:
-                    return "the host pool's %s is another tensor than the one registered" % label
-            if int(t.data_ptr()) != addr or _nbytes(t) != n:
-                return "the host pool's %s moved (0x%x, %d bytes -> 0x%x, %d bytes)" % (
-                    label, addr, n, int(t.data_ptr()), _nbytes(t))
+        """Why the host pool's tensors are not the ones registered, or None."""
+        for label, get, t in self.watch:
+            if get is None:
+                continue
+            try:
+                cur = get(self.host)
+            except Exception:
+                cur = None
+            if cur is not t:
+                return "the host pool's %s is another tensor than the one registered" % label
         return None
 
 
@@ -574,14 +552,14 @@ class HiCacheHicache(HiCacheStorage):
             if owner is None:
                 raise ValueError("hicache.sglang: segment %d of page 0 lies in no pool buffer" % i)
             stride = ptrs[c + i] - base if npg == 2 else sizes[i]
-            out.append({"buffer": (owner[0], owner[1]), "base": base, "page_stride": stride,
+            # The tensor itself: the pool keeps it alive and notices a move.
+            out.append({"buffer": owner[2], "base": base, "page_stride": stride,
                         "seg_len": sizes[i], "component": comps[i], "index": i})
         pool = hicache.Pool.wrap_segments(out, pages=pages, page_tokens=ps)
-        pool._refs.append(tensors)  # the tensors outlive the pool
-        # get_hybrid_pool_buffer() may build a new list each call: the
-        # tensors are watched for moves, not for identity.
-        watch = [("buffer %d" % i, None, t) for i, t in enumerate(tensors)]
-        return pool, watch
+        # get_hybrid_pool_buffer() may build a new list each call: nothing
+        # to compare identities with (moves are the pool's to notice); the
+        # tensors are listed for their dtypes.
+        return pool, [("buffer %d" % i, None, t) for i, t in enumerate(tensors)]
 
     # ---- helpers ----
 
