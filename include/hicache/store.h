@@ -253,6 +253,56 @@ HC_API int hc_store_get_start(struct hc_store *store, const struct hc_key *keys,
  * have returned. Any thread may wait for an op, once. */
 HC_API int64_t hc_store_op_wait(struct hc_store_op *op);
 
+/* Non-blocking: 1 when op is done (its results arrays are complete, and
+ * hc_store_op_wait returns at once), 0 while it runs; -EINVAL for NULL or
+ * an op handed to a completion queue (which then owns it). Any thread. */
+HC_API int hc_store_op_poll(struct hc_store_op *op);
+/* Ask op to end early: its pages not yet begun end with -ECANCELED (a
+ * lookup or delete not yet begun does nothing), pages already on their
+ * way finish. The op must still be waited for or reaped; its outcome is
+ * -ECANCELED unless it finished first. Returns 0, -EINVAL (NULL). Any
+ * thread, any number of times, also after the op was handed to a
+ * completion queue and until it is reaped. */
+HC_API int hc_store_op_cancel(struct hc_store_op *op);
+
+/* ---- completion queues: started ops that report themselves ----
+ *
+ * An engine that polls (vLLM's scheduler, once per step) or waits on a
+ * file descriptor (LMCache's demux thread) hands each started op to a
+ * queue with a tag of its own; the queue collects the ops as they finish
+ * and hands back (tag, outcome) pairs in finish order, each once, without
+ * blocking. Its eventfd is readable exactly while finished ops wait to be
+ * reaped. Thread-safe: any threads may submit and reap at once.
+ * Every queue must be closed before hc_store_close(). */
+struct hc_store_cq;
+struct hc_store_cqe {
+	uint64_t user_data; /* the tag given to hc_store_op_submit */
+	int64_t result;     /* what hc_store_op_wait would have returned */
+};
+/* Returns 0 and *out, -EINVAL (NULL), -ENOMEM, or the eventfd's -errno. */
+HC_API int hc_store_cq_open(struct hc_store *store, struct hc_store_cq **out);
+/* The queue's eventfd (non-blocking, close-on-exec; the queue owns it):
+ * readable while finished ops wait. Poll it for POLLIN; never read it,
+ * hc_store_cq_reap clears it. -EINVAL for NULL. */
+HC_API int hc_store_cq_fd(const struct hc_store_cq *cq);
+/* Hand a started op of the queue's store to cq: from now on the queue
+ * owns it (never wait for it, nor poll it); it is reaped once finished,
+ * at once when it already has. Returns 0, or -EINVAL (NULL, another
+ * store's op, a closing queue: the op stays the caller's). */
+HC_API int hc_store_op_submit(struct hc_store_cq *cq, struct hc_store_op *op, uint64_t user_data);
+/* Up to max finished ops, oldest first, each once, freed as they are
+ * taken; never blocks. Returns how many were written to out. When it
+ * takes the last one, the eventfd stops being readable. */
+HC_API size_t hc_store_cq_reap(struct hc_store_cq *cq, struct hc_store_cqe *out, size_t max);
+/* Ops submitted and not yet reaped (finished or not). */
+HC_API size_t hc_store_cq_pending(struct hc_store_cq *cq);
+/* Cancel every op of the queue that has not finished (hc_store_op_cancel),
+ * wait until all have, free them unreaped, close the eventfd and free the
+ * queue. When it returns, no op of the queue reads or writes the caller's
+ * memory any more (pools, keys, names, results), so a tier may let go of
+ * them. Accepts NULL. */
+HC_API void hc_store_cq_close(struct hc_store_cq *cq);
+
 /* ---- v2: several pools ---- */
 
 enum hc_hit_policy {
@@ -321,6 +371,34 @@ struct hc_exists_query {
 };
 HC_API void hc_exists_query_init(struct hc_exists_query *q, size_t size);
 HC_API int64_t hc_store_exists_query(struct hc_store *store, struct hc_exists_query *q);
+
+/* ---- lookups and deletes of pages ---- */
+
+/* Which pages of each transfer exist: results[i] 0 (every object of the
+ * page, of the right size), -ENOENT, -EBADMSG (an object of the wrong
+ * size: corrupt, or of another geometry). Per page, in key order, unlike
+ * exists (a leading run). A transfer's pages may be NULL (not read).
+ * Returns the number of pages that exist over all transfers, or a
+ * whole-call error (-EINVAL: NULL, an unregistered pool, a bad name). */
+HC_API int64_t hc_store_lookup(struct hc_store *store, struct hc_pool_transfer *transfers,
+			       size_t nt);
+/* Delete each page's objects, valid or not: results[i] 0 (deleted), -ENOENT
+ * (none was there), or -errno (some may be gone). For an engine's own
+ * eviction (LMCache's capacity accounting); the store's cleaner needs no
+ * help. A delete racing with a set of the same page that has not returned
+ * may leave that set's objects. Returns the pages deleted, or a whole-call
+ * error as hc_store_lookup; -EOPNOTSUPP from a backend that cannot. */
+HC_API int64_t hc_store_delete(struct hc_store *store, struct hc_pool_transfer *transfers,
+			       size_t nt);
+/* Started forms, waited for or reaped as the others. They run on a store
+ * thread of their own, so a lookup is not queued behind long transfers;
+ * the price is order: a lookup sees the sets that returned before it
+ * started, perhaps also later ones. The transfers array is read at start;
+ * keys, names and results must stay valid until the op is over. */
+HC_API int hc_store_lookup_start(struct hc_store *store, struct hc_pool_transfer *transfers,
+				 size_t nt, struct hc_store_op **op);
+HC_API int hc_store_delete_start(struct hc_store *store, struct hc_pool_transfer *transfers,
+				 size_t nt, struct hc_store_op **op);
 
 /* Delete every object this store's registered pools name (their suffixes
  * and components), under every base dir or the bucket's prefix; other

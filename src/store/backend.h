@@ -83,6 +83,12 @@ struct store_backend_ops {
 	 * the read stays (results: 0 deleted, -EEXIST a valid object kept,
 	 * -ENOENT, -errno). NULL = cannot. */
 	int (*remove)(void *be, struct store_obj *objs, size_t n);
+	/* Delete objects whatever they hold (an engine's own eviction,
+	 * hc_store_delete): results 0 deleted (a backend that cannot tell,
+	 * S3, says 0 for a missing one too), -ENOENT, -errno; a non-object
+	 * under the name (a directory, a symlink) is left: -errno. Returns 0
+	 * or a whole-call -errno. NULL = cannot (-EOPNOTSUPP). */
+	int (*erase)(void *be, struct store_obj *objs, size_t n);
 	/* Delete every object of the backend (every base dir and bucket, or
 	 * the bucket's prefix: not below it) whose name match(name, arg)
 	 * accepts; objects being written (temp files) are not objects. Safe

@@ -405,6 +405,7 @@ const struct store_backend_ops store_file_ops = {
 	.get_feed = file_get_feed,
 	.exists = file_exists,
 	.remove = file_remove,
+	.erase = file_erase,
 	.remove_matching = file_remove_matching,
 	.cleaner_stats = file_cleaner_stats,
 	.ls = file_tool_ls,

@@ -65,6 +65,7 @@ int file_put_feed(void *p, struct store_feed *f);
 int file_get_feed(void *p, struct store_feed *f);
 int64_t file_exists(void *p, struct store_obj *objs, size_t n, bool stop_at_miss);
 int file_remove(void *p, struct store_obj *objs, size_t n);
+int file_erase(void *p, struct store_obj *objs, size_t n);
 
 /* ---- file_cleaner.c ---- */
 

@@ -468,3 +468,25 @@ int file_remove(void *p, struct store_obj *objs, size_t n)
 	}
 	return 0;
 }
+
+/* An engine's eviction: the object goes whatever it holds. The bucket is
+ * opened beneath the base dir with no symlink followed, so a planted
+ * bucket link cannot aim the unlink elsewhere; a symlink under the
+ * object's name is removed itself, never its target. */
+int file_erase(void *p, struct store_obj *objs, size_t n)
+{
+	struct file_be *fb = p;
+	for (size_t i = 0; i < n; i++) {
+		char bucket[3];
+		hc_key_bucket_hex(objs[i].route, bucket);
+		int fd = io_openat_beneath(dirfd_of(fb, &objs[i]), bucket,
+					   O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+		if (fd < 0) {
+			objs[i].result = errno == ENOENT ? -ENOENT : -errno;
+			continue;
+		}
+		objs[i].result = unlinkat(fd, objs[i].name, 0) ? -errno : 0;
+		close(fd);
+	}
+	return 0;
+}

@@ -271,6 +271,21 @@ static int mem_remove(void *p, struct store_obj *objs, size_t n)
 	return 0;
 }
 
+static int mem_erase(void *p, struct store_obj *objs, size_t n)
+{
+	struct mem_be *m = p;
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct mem_obj *o = *slot_of(m, objs[i].name,
+					     XXH3_64bits(objs[i].name, strlen(objs[i].name)));
+		objs[i].result = o ? 0 : -ENOENT;
+		if (o)
+			remove_obj(m, o);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
 static int64_t mem_remove_matching(void *p, bool (*match)(const char *name, void *arg), void *arg)
 {
 	struct mem_be *m = p;
@@ -296,5 +311,6 @@ const struct store_backend_ops store_mem_ops = {
 	.get = mem_get,
 	.exists = mem_exists,
 	.remove = mem_remove,
+	.erase = mem_erase,
 	.remove_matching = mem_remove_matching,
 };

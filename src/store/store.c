@@ -61,6 +61,8 @@ void hc_store_close(struct hc_store *st)
 	pthread_mutex_unlock(&st->async_lock);
 	if (st->async_started)
 		pthread_join(st->async_thread, NULL);
+	store_meta_stop(st);
+	pthread_cond_destroy(&st->meta_work);
 	pthread_cond_destroy(&st->async_done);
 	pthread_cond_destroy(&st->async_work);
 	pthread_mutex_destroy(&st->async_lock);
@@ -108,6 +110,7 @@ int hc_store_open(const struct hc_store_opts *opts, struct hc_store **out)
 	pthread_mutex_init(&st->async_lock, NULL);
 	pthread_cond_init(&st->async_work, NULL);
 	pthread_cond_init(&st->async_done, NULL);
+	pthread_cond_init(&st->meta_work, NULL);
 	st->ops = ops;
 	st->bad_get.limit.interval_ns = (uint64_t)HC_LOG_INTERVAL_S * 1000000000ull;
 	st->bad_exists.limit.interval_ns = st->bad_get.limit.interval_ns;

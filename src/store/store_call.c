@@ -88,7 +88,7 @@ int64_t hc_store_get_named(struct hc_store *st, const char *const *names, size_t
 	return run_v1(st, NULL, names, n, pages, results, OP_GET, "hc_store_get_named");
 }
 
-static void op_free(struct hc_store_op *o)
+void store_op_free(struct hc_store_op *o)
 {
 	store_release(o->st, o->touched, o->ntouched);
 	free(o->e);
@@ -98,11 +98,12 @@ static void op_free(struct hc_store_op *o)
 	free(o);
 }
 
-/* Whether every transfer names its pages (keys or names) and pages. */
-static int transfers_check(const struct hc_pool_transfer *t, size_t nt)
+/* Whether every transfer names its pages (keys or names) and, where it
+ * moves them, pages. */
+static int transfers_check(const struct hc_pool_transfer *t, size_t nt, bool moves)
 {
 	for (size_t i = 0; i < nt; i++)
-		if (t[i].n && ((!t[i].keys && !t[i].names) || !t[i].pages))
+		if (t[i].n && ((!t[i].keys && !t[i].names) || (moves && !t[i].pages)))
 			return util_fail(-EINVAL,
 					 "store: transfer %zu ('%s') has NULL keys or pages", i,
 					 t[i].pool ? t[i].pool : "(null)");
@@ -112,11 +113,11 @@ static int transfers_check(const struct hc_pool_transfer *t, size_t nt)
 /* Plan transfers t[0..nt) into a new op (a started one, or run_now's),
  * holding its pools (v1: the anchor) until it is over. Transfers without
  * results get ours: the outcome needs every page's. */
-static int op_plan(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, enum transfer_op dir,
-		   bool v1, struct hc_store_op **out, const char *what)
+int store_op_plan(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, enum transfer_op dir,
+		  bool v1, struct hc_store_op **out, const char *what)
 {
 	*out = NULL;
-	int rc = transfers_check(t, nt);
+	int rc = transfers_check(t, nt, dir == OP_SET || dir == OP_GET);
 	if (rc)
 		return rc;
 	size_t extra = 0;
@@ -133,7 +134,7 @@ static int op_plan(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, e
 	}
 	if (!o || !c || !ctxs || !o->out || !o->own) {
 		if (o)
-			op_free(o);
+			store_op_free(o);
 		free(c);
 		free(ctxs);
 		return util_fail(-ENOMEM, "%s: no memory", what);
@@ -161,7 +162,7 @@ static int op_plan(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, e
 	free(c);
 	free(ctxs);
 	if (rc) {
-		op_free(o);
+		store_op_free(o);
 		return rc;
 	}
 	o->t0 = now_us();
@@ -172,8 +173,17 @@ static int op_plan(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, e
 }
 
 /* What a started op returns, as its synchronous call would. */
-static int64_t op_outcome(const struct hc_store_op *o)
+int64_t store_op_outcome(const struct hc_store_op *o)
 {
+	if (o->dir == OP_LOOKUP || o->dir == OP_DELETE) {
+		if (o->rc)
+			return o->rc;
+		int64_t found = 0;
+		for (size_t i = 0; i < o->nout; i++)
+			for (size_t j = 0; j < o->out[i].n; j++)
+				found += o->out[i].results[j] == 0;
+		return found;
+	}
 	if (o->dir == OP_GET)
 		return o->rc ? o->rc : o->nout ? leading(o->out[0].results, o->out[0].n) : 0;
 	int rc = o->rc;
@@ -186,7 +196,7 @@ static int64_t run_now(struct hc_store *st, struct hc_pool_transfer *t, size_t n
 		       enum transfer_op dir, bool v1, const char *what)
 {
 	struct hc_store_op *o;
-	int rc = op_plan(st, t, nt, dir, v1, &o, what);
+	int rc = store_op_plan(st, t, nt, dir, v1, &o, what);
 	if (rc)
 		return rc;
 	struct stream s = {.st = st, .dir = dir, .cur = o};
@@ -195,8 +205,8 @@ static int64_t run_now(struct hc_store *st, struct hc_pool_transfer *t, size_t n
 		store_stream_run(&s);
 	else
 		store_op_over(&s, o);
-	int64_t ret = op_outcome(o);
-	op_free(o);
+	int64_t ret = store_op_outcome(o);
+	store_op_free(o);
 	return ret;
 }
 
@@ -230,9 +240,9 @@ static int op_start(struct hc_store *st, struct hc_pool_transfer *t, size_t nt,
 		    enum transfer_op dir, bool v1, struct hc_store_op **out, const char *what)
 {
 	struct hc_store_op *o;
-	int rc = op_plan(st, t, nt, dir, v1, &o, what);
+	int rc = store_op_plan(st, t, nt, dir, v1, &o, what);
 	if (!rc && (rc = op_queue(st, o, what)))
-		op_free(o);
+		store_op_free(o);
 	*out = rc ? NULL : o;
 	return rc;
 }
@@ -292,11 +302,15 @@ int64_t hc_store_op_wait(struct hc_store_op *o)
 		return util_fail(-EINVAL, "hc_store_op_wait: op is NULL");
 	struct hc_store *st = o->st;
 	pthread_mutex_lock(&st->async_lock);
+	if (o->cq) {
+		pthread_mutex_unlock(&st->async_lock);
+		return util_fail(-EINVAL, "hc_store_op_wait: the op belongs to a completion queue");
+	}
 	while (!o->done)
 		pthread_cond_wait(&st->async_done, &st->async_lock);
 	pthread_mutex_unlock(&st->async_lock);
-	int64_t ret = op_outcome(o);
-	op_free(o);
+	int64_t ret = store_op_outcome(o);
+	store_op_free(o);
 	return ret;
 }
 

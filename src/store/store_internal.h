@@ -10,6 +10,9 @@
  *                   set-lookup policy
  *   store_stream.c  streams over the backend, the store's thread
  *   store_call.c    the set/get calls, v1 and v2, synchronous and started
+ *   store_cq.c      started ops that finish on their own: poll, cancel,
+ *                   completion queues with an eventfd
+ *   store_meta.c    lookups and deletes of pages, synchronous and started
  *   registry.c  pool registration, unregistration, the pools a call holds
  *   names.c     object names from keys or callers' names, name checks
  *   exists.c    exists (v1, v2, the exists query with end points)
@@ -169,6 +172,12 @@ struct hc_store {
 	struct hc_store_op *async_head, *async_tail;
 	pthread_t async_thread;
 	bool async_started, async_stop;
+	/* started lookups and deletes (store_meta.c), on a thread of their
+	 * own so they do not wait behind transfers; under async_lock */
+	pthread_cond_t meta_work;
+	struct hc_store_op *meta_head, *meta_tail;
+	pthread_t meta_thread;
+	bool meta_started;
 };
 
 /* Work areas with bounce slots made at registration: a stream has up to
@@ -188,7 +197,7 @@ struct entry {
 	int *result;
 };
 
-enum transfer_op { OP_SET, OP_GET };
+enum transfer_op { OP_SET, OP_GET, OP_LOOKUP, OP_DELETE };
 
 /* The outcome of one transfer of an op: its results, the caller's or ours. */
 struct op_out {
@@ -214,6 +223,13 @@ struct hc_store_op {
 	uint64_t t0;
 	int rc; /* whole-call error */
 	bool done;
+	atomic_bool cancel; /* hc_store_op_cancel: pages not begun end */
+	/* Handed to a completion queue (store_cq.c): it owns the op, which
+	 * moves from its running list to its finished list once done (both
+	 * doubly linked: thousands may be in flight). Under async_lock. */
+	struct hc_store_cq *cq;
+	uint64_t user_data;
+	struct hc_store_op *cq_next, *cq_prev;
 };
 
 struct stream {
@@ -294,6 +310,32 @@ void store_get_chunk_finish(struct hc_store *st, struct work *w, struct entry *e
 /* MLA: entries of ranks that skip writes report success and go; returns
  * how many are left. */
 size_t store_drop_skipped_writes(struct entry *e, size_t n);
+
+/* ---- store_call.c ---- */
+
+/* Plan transfers t[0..nt) into a new op (its pools held until it is
+ * over); 0 or a whole-call error (named). Lookups and deletes may have
+ * NULL pages. */
+int store_op_plan(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, enum transfer_op dir,
+		  bool v1, struct hc_store_op **out, const char *what);
+void store_op_free(struct hc_store_op *o);
+/* What a finished op returns (as its synchronous call would). */
+int64_t store_op_outcome(const struct hc_store_op *o);
+
+/* ---- store_cq.c ---- */
+
+/* A started op is over: marked done, its waiter woken, or its completion
+ * queue told. Takes async_lock. */
+void store_op_done(struct hc_store *st, struct hc_store_op *o);
+
+/* ---- store_meta.c ---- */
+
+/* Run a planned lookup or delete on this thread. */
+void store_meta_run(struct hc_store *st, struct hc_store_op *o);
+/* Queue a planned lookup or delete for the store's lookup thread. */
+int store_meta_queue(struct hc_store *st, struct hc_store_op *o, const char *what);
+/* Stop the lookup thread (hc_store_close; the queue is empty by then). */
+void store_meta_stop(struct hc_store *st);
 
 /* ---- store_stream.c ---- */
 

@@ -43,10 +43,7 @@ void store_op_over(struct stream *s, struct hc_store_op *o)
 			break;
 		}
 	}
-	pthread_mutex_lock(&s->st->async_lock);
-	o->done = true;
-	pthread_cond_broadcast(&s->st->async_done);
-	pthread_mutex_unlock(&s->st->async_lock);
+	store_op_done(s->st, o);
 }
 
 static void op_entries_over(struct stream *s, struct hc_store_op *o, size_t k)
@@ -193,6 +190,10 @@ static size_t stream_next(struct store_feed *f, struct store_obj **objs)
 		if (!o || s->pos == o->ne) {
 			if (!stream_take_op(s))
 				return 0;
+			continue;
+		}
+		if (atomic_load_explicit(&o->cancel, memory_order_relaxed)) {
+			op_fail_rest(s, o, s->pos, -ECANCELED);
 			continue;
 		}
 		size_t bounce, from = s->pos, end = store_chunk_end(o->e, from, o->ne, &bounce);

@@ -34,7 +34,8 @@
 #define SET_LOOKUP_WINDOW 256
 
 /* Flatten transfers t[0..nt) (their pools held: ctxs[i]) into entries,
- * checking every page and name first so a bad transfer writes nothing. A
+ * checking every page and name first so a bad transfer writes nothing
+ * (pages NULL: a lookup's or delete's, which move none; page 0). A
  * name of a key's 64 hex digits becomes that key (in *hexkeys), so a page
  * has one identity however it is named. v1: names are the anchor's. */
 int store_plan(struct hc_pool_transfer *t, size_t nt, struct store_ctx *const *ctxs, bool v1,
@@ -44,7 +45,7 @@ int store_plan(struct hc_pool_transfer *t, size_t nt, struct store_ctx *const *c
 	for (size_t i = 0; i < nt; i++) {
 		struct store_ctx *c = ctxs[i];
 		uint64_t limit = hc_pool_pages(c->pool);
-		for (size_t j = 0; j < t[i].n; j++)
+		for (size_t j = 0; t[i].pages && j < t[i].n; j++)
 			if (t[i].pages[j] >= limit)
 				return util_fail(-EFAULT,
 						 "store: page %llu lies outside the "
@@ -78,7 +79,7 @@ int store_plan(struct hc_pool_transfer *t, size_t nt, struct store_ctx *const *c
 				key = &hk[h++];
 				name = NULL;
 			}
-			e[k] = (struct entry){ctxs[i], key, name, t[i].pages[j],
+			e[k] = (struct entry){ctxs[i], key, name, t[i].pages ? t[i].pages[j] : 0,
 					      t[i].results ? &t[i].results[j] : NULL};
 			if (e[k].result)
 				*e[k].result = -ENOENT;

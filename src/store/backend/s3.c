@@ -151,8 +151,9 @@ static int64_t s3_exists(void *p, struct store_obj *objs, size_t n, bool stop_at
 	return lead;
 }
 
-/* DELETE each object, whatever it holds: gc and clear (s3_list.c), which
- * remove valid objects on purpose. Results 0 deleted, -ENOENT, -errno. */
+/* DELETE each object, whatever it holds: gc and clear (s3_list.c) and an
+ * engine's eviction (hc_store_delete), which remove valid objects on
+ * purpose. S3 answers a DELETE of a missing key as of a present one. Results 0 deleted, -ENOENT, -errno. */
 int s3_delete(void *p, struct store_obj *objs, size_t n)
 {
 	return s3_batch(p, objs, n, S3_DELETE);
@@ -338,6 +339,7 @@ const struct store_backend_ops store_s3_ops = {
 	.get = s3_get,
 	.exists = s3_exists,
 	.remove = s3_remove,
+	.erase = s3_delete,
 	.remove_matching = s3_remove_matching,
 	.url_scheme = "s3://",
 	.ls = s3_tool_ls_at,
