@@ -27,6 +27,7 @@ import json
 import operator
 import os
 import threading
+import weakref
 
 from . import _lib
 from ._lib import KEY_BYTES, KEY_HEX_LEN, LAYOUTS
@@ -35,6 +36,7 @@ __all__ = [
     "Error",
     "Store",
     "Pool",
+    "Completions",
     "version",
     "library_path",
     "keys_to_bytes",
@@ -689,6 +691,7 @@ class Store:
             raise ValueError("hicache: unknown store option %s" % ", ".join(sorted(unknown)))
         _no_nul(cfg, "config")
         self._pools = {}
+        self._queues = weakref.WeakSet()  # Completions over this store
         self._anchor = None  # the anchor's registered name ("kv" names it too)
         self._lock = threading.Lock()
         self._life = _Life(None, "store")
@@ -713,7 +716,16 @@ class Store:
         finally:
             _C.hc_config_destroy(chandle)
 
+    def _adopt_queue(self, q):
+        with self._lock:
+            self._queues.add(q)
+
     def close(self):
+        # Queues first: their ops use the store until they are over.
+        with self._lock:
+            queues = list(self._queues)
+        for q in queues:
+            q.close()
         if self._life.close(_C.hc_store_close):
             with self._lock:
                 pools, self._pools, self._anchor = self._pools, {}, None
@@ -1075,3 +1087,6 @@ def ls(dirs):
     _check(_C.hc_file_ls(arr, n, ctypes.byref(r)), "ls")
     del hold
     return {f: int(getattr(r, f)) for f, _ in _lib.LsReport._fields_}
+
+
+from .completions import Completions  # noqa: E402  (uses the names above)

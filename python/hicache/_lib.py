@@ -206,6 +206,10 @@ class LsReport(ctypes.Structure):
 
 LOG_FN = ctypes.CFUNCTYPE(None, c_int, c_char_p, c_void_p)
 
+class StoreCqe(ctypes.Structure):
+    _fields_ = [("user_data", c_u64), ("result", c_i64)]
+
+
 # name: (restype, argtypes)
 _PROTOS = {
     "hc_version": (c_char_p, []),
@@ -259,6 +263,23 @@ _PROTOS = {
     "hc_store_exists_named": (c_i64, [c_void_p, c_void_p, c_size_t]),
     "hc_store_set_v2": (c_int, [c_void_p, POINTER(PoolTransfer), c_size_t]),
     "hc_store_get_v2": (c_int, [c_void_p, POINTER(PoolTransfer), c_size_t]),
+    "hc_store_set_start": (c_int, [c_void_p, c_void_p, c_size_t, c_void_p, POINTER(c_int), POINTER(c_void_p)]),
+    "hc_store_get_start": (c_int, [c_void_p, c_void_p, c_size_t, c_void_p, POINTER(c_int), POINTER(c_void_p)]),
+    "hc_store_set_v2_start": (c_int, [c_void_p, POINTER(PoolTransfer), c_size_t, POINTER(c_void_p)]),
+    "hc_store_get_v2_start": (c_int, [c_void_p, POINTER(PoolTransfer), c_size_t, POINTER(c_void_p)]),
+    "hc_store_lookup_start": (c_int, [c_void_p, POINTER(PoolTransfer), c_size_t, POINTER(c_void_p)]),
+    "hc_store_delete_start": (c_int, [c_void_p, POINTER(PoolTransfer), c_size_t, POINTER(c_void_p)]),
+    "hc_store_lookup": (c_i64, [c_void_p, POINTER(PoolTransfer), c_size_t]),
+    "hc_store_delete": (c_i64, [c_void_p, POINTER(PoolTransfer), c_size_t]),
+    "hc_store_op_wait": (c_i64, [c_void_p]),
+    "hc_store_op_poll": (c_int, [c_void_p]),
+    "hc_store_op_cancel": (c_int, [c_void_p]),
+    "hc_store_cq_open": (c_int, [c_void_p, POINTER(c_void_p)]),
+    "hc_store_cq_fd": (c_int, [c_void_p]),
+    "hc_store_op_submit": (c_int, [c_void_p, c_void_p, c_u64]),
+    "hc_store_cq_reap": (c_size_t, [c_void_p, POINTER(StoreCqe), c_size_t]),
+    "hc_store_cq_pending": (c_size_t, [c_void_p]),
+    "hc_store_cq_close": (None, [c_void_p]),
     "hc_exists_query_init": (None, [POINTER(ExistsQuery), c_size_t]),
     "hc_store_exists_query": (c_i64, [c_void_p, POINTER(ExistsQuery)]),
     "hc_store_clear": (c_i64, [c_void_p]),

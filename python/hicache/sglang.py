@@ -37,6 +37,7 @@ from typing import Any, Dict, List, Optional
 
 import hicache
 from hicache import sglang_names
+from hicache._engine import RateLimitedLog as _RateLimitedLog, never_raises as _never_raises
 
 logger = logging.getLogger("hicache.sglang")
 
@@ -227,54 +228,6 @@ class _BadCall(Exception):
     """A bad argument of one call: all False, one log line."""
 
 
-class _RateLimitedLog:
-    """One warning per kind of failure per interval, with the count of
-    those left out: a broken caller must not flood the engine's log."""
-
-    def __init__(self, interval_s=10.0):
-        self._interval = interval_s
-        self._last = {}
-        self._skipped = {}
-        self._lock = threading.Lock()
-
-    def __call__(self, what, e):
-        now = time.monotonic()
-        with self._lock:
-            last = self._last.get(what)
-            if last is not None and now - last < self._interval:
-                self._skipped[what] = self._skipped.get(what, 0) + 1
-                return
-            self._last[what] = now
-            skipped = self._skipped.pop(what, 0)
-        try:
-            text = "%s: %s" % (type(e).__name__, e)
-        except Exception:
-            text = type(e).__name__
-        logger.warning("hicache: %s: %s%s", what, text,
-                       " (%d more like it since the last report)" % skipped if skipped else "")
-
-
-def _never_raises(fallback):
-    """A transfer method SGLang calls from its prefetch, I/O or backup
-    thread: whatever the arguments, it answers (fallback(self, *args) on a
-    bad call, after one rate-limited log line) and never raises. Each
-    fallback only counts and builds its answer, so it cannot fail itself."""
-
-    def wrap(fn):
-        def method(self, *args, **kwargs):
-            try:
-                return fn(self, *args, **kwargs)
-            except Exception as e:
-                self._bad(fn.__name__, e)
-                return fallback(self, *args, **kwargs)
-
-        method.__name__ = fn.__name__
-        method.__doc__ = fn.__doc__
-        return method
-
-    return wrap
-
-
 def _v2_misses(self, transfers=None, *args, **kwargs):
     out = {}
     for t in transfers if isinstance(transfers, (list, tuple)) else ():
@@ -376,7 +329,7 @@ class HiCacheHicache(HiCacheStorage):
             force_bounce=self._force_bounce,
         )
         self._cfg = cfg
-        self._bad = _RateLimitedLog()
+        self._bad = _RateLimitedLog(log=logger)
         self.store = hicache.Store(cfg, **self._opts)
         self.mem_pool_host = None
         self.registered_pools = {}

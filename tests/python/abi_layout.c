@@ -133,5 +133,8 @@ int main(void)
 	F(hc_ls_report, bytes);
 	F(hc_ls_report, oldest_ns);
 	F(hc_ls_report, newest_ns);
+	S(hc_store_cqe);
+	F(hc_store_cqe, user_data);
+	F(hc_store_cqe, result);
 	return 0;
 }

@@ -30,6 +30,7 @@ MIRRORS = {
     "hc_fsck_report": _lib.FsckReport,
     "hc_fsck_opts": _lib.FsckOpts,
     "hc_ls_report": _lib.LsReport,
+    "hc_store_cqe": _lib.StoreCqe,
 }
 
 

@@ -1,0 +1,178 @@
+"""Started operations that report themselves: a completion queue of one
+store (hc_store_cq_* in include/hicache/store.h).
+
+An engine that polls once per step (vLLM's scheduler) or waits on a file
+descriptor (LMCache's demux thread) starts transfers, lookups and deletes
+here with a tag of its own and later reaps (tag, outcome, per-page results)
+in finish order, each once, never blocking. fileno() is an eventfd that is
+readable exactly while something waits to be reaped.
+
+Every buffer the C side reads or writes for an op (keys, names, page
+indices, results) is held here, by tag, until the op is reaped or the queue
+is closed; close() cancels what has not begun and waits for the rest, so
+the caller may free the pool memory once it returns. The store closes its
+queues before itself."""
+import ctypes
+import threading
+
+from . import _C, _Keys, _Life, _Pages, _cstr, _check, _lib, Error
+
+_INT = ctypes.c_int
+
+
+class _Held:
+    __slots__ = ("refs", "results", "n")
+
+    def __init__(self, refs, results, n):
+        self.refs = refs
+        self.results = results
+        self.n = n
+
+
+class Completions:
+    """A completion queue of store. Thread-safe: any threads may start and
+    reap at once. Tags are any integers in [0, 2**64), unique among the
+    ops not yet reaped."""
+
+    def __init__(self, store, reap_max=4096):
+        self._store = store
+        h = ctypes.c_void_p()
+        _check(store._call(_C.hc_store_cq_open, ctypes.byref(h)), "open completion queue")
+        self._life = _Life(h, "completion queue")
+        self._fd = int(_C.hc_store_cq_fd(h))
+        self._held = {}
+        self._lock = threading.Lock()
+        self._cqe = (_lib.StoreCqe * max(int(reap_max), 1))()
+        self._reap_lock = threading.Lock()
+        store._adopt_queue(self)
+
+    def fileno(self):
+        """The eventfd: poll it for readability, never read it."""
+        self._life.enter()
+        self._life.leave()
+        return self._fd
+
+    @property
+    def pending(self):
+        """Ops started and not yet reaped."""
+        return int(self._life.call(_C.hc_store_cq_pending))
+
+    # starting
+
+    def _start(self, tag, fn, pool, keys, pages, want_results, what):
+        if not isinstance(tag, int) or isinstance(tag, bool) or not 0 <= tag < 1 << 64:
+            raise ValueError("hicache: %s: tag must be an integer in [0, 2**64), not %r" % (what, tag))
+        k = _Keys(keys)
+        t = _lib.PoolTransfer()
+        cpool = _cstr(pool, "pool name")
+        t.pool = cpool
+        t.n = k.n
+        t.keys = k.keys
+        t.names = k.names
+        refs = [cpool, k]
+        if pages is not None:
+            p = _Pages(pages)
+            if p.n != k.n:
+                raise ValueError("hicache: %s: %d keys but %d pages" % (what, k.n, p.n))
+            t.pages = p.ptr
+            refs.append(p)
+            self._store._check_memory((pool,))
+        res = None
+        if want_results:
+            res = (_INT * max(k.n, 1))()
+            t.results = ctypes.cast(res, ctypes.POINTER(_INT))
+        refs.append(t)
+        held = _Held(refs, res, k.n)
+        with self._lock:
+            if tag in self._held:
+                raise ValueError("hicache: %s: tag %d is in use by an op not yet reaped" % (what, tag))
+            self._held[tag] = held
+        op = ctypes.c_void_p()
+        try:
+            h = self._life.enter()
+            try:
+                rc = self._store._call(fn, ctypes.byref(t), 1, ctypes.byref(op))
+                if rc < 0:
+                    raise Error(int(rc), what, _lib_last_error())
+                rc = _C.hc_store_op_submit(h, op, tag)
+                if rc < 0:  # cannot happen short of a bug: the op stays ours
+                    _C.hc_store_op_wait(op)
+                    raise Error(int(rc), what, _lib_last_error())
+            finally:
+                self._life.leave()
+        except BaseException:
+            with self._lock:
+                self._held.pop(tag, None)
+            raise
+
+    def set(self, tag, keys, pages, pool="kv", results=False):
+        """Start storing pages[i] of pool under keys[i]. Outcome: 0, or the
+        first failed page's -errno."""
+        self._start(tag, _C.hc_store_set_v2_start, pool, keys, pages, results, "set")
+
+    def get(self, tag, keys, pages, pool="kv", results=True):
+        """Start reading keys[i] into pages[i] of pool. Outcome: leading hits."""
+        self._start(tag, _C.hc_store_get_v2_start, pool, keys, pages, results, "get")
+
+    def lookup(self, tag, keys, pool="kv"):
+        """Start asking which keys' pages exist. Outcome: how many; results
+        per key: 0, -ENOENT, -EBADMSG."""
+        self._start(tag, _C.hc_store_lookup_start, pool, keys, None, True, "lookup")
+
+    def delete(self, tag, keys, pool="kv"):
+        """Start deleting the keys' pages. Outcome: how many went; results
+        per key: 0, -ENOENT, -errno."""
+        self._start(tag, _C.hc_store_delete_start, pool, keys, None, True, "delete")
+
+    # reaping
+
+    def reap(self):
+        """Finished ops, oldest first, each once: [(tag, outcome, results
+        list or None)]. Never blocks on I/O."""
+        out = []
+        with self._reap_lock:
+            cqe = self._cqe
+            while True:
+                n = int(self._life.call(_C.hc_store_cq_reap, cqe, len(cqe)))
+                if not n:
+                    break
+                with self._lock:
+                    held = [self._held.pop(cqe[i].user_data, None) for i in range(n)]
+                for i in range(n):
+                    h = held[i]
+                    res = list(h.results[: h.n]) if h is not None and h.results is not None else None
+                    out.append((int(cqe[i].user_data), int(cqe[i].result), res))
+                if n < len(cqe):
+                    break
+        return out
+
+    # teardown
+
+    @property
+    def closed(self):
+        return not self._life.open
+
+    def close(self):
+        """Cancel what has not begun, wait for the rest, drop everything
+        unreaped. Afterwards no op of this queue touches caller memory."""
+        if self._life.close(_C.hc_store_cq_close):
+            with self._lock:
+                self._held.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def _lib_last_error():
+    from . import last_error
+
+    return last_error()
