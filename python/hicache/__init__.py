@@ -414,7 +414,10 @@ class _Pages:
             a = np.asarray(pages).reshape(-1)
             if a.dtype.kind not in "iu":
                 raise TypeError("hicache: pages must be an integer array, not %s" % a.dtype)
-            if a.size and (int(a.min()) < 0 or int(a.max()) > _INDEX_MAX):
+            # Signed indices reach C as they are, a negative one as one past
+            # any pool (-EFAULT); only uint64 can hold 2**63 and more, which
+            # int64 would wrap into range.
+            if a.size and a.dtype.kind == "u" and a.dtype.itemsize == 8 and int(a.max()) > _INDEX_MAX:
                 raise ValueError("hicache: a page index outside [0, 2**63)")
             a = np.ascontiguousarray(a, dtype=np.int64)
             self.ref = a

@@ -21,7 +21,6 @@ object name key.hex(); everything that must not share KV goes into the
 pool's suffix (model, revision, dtypes, parallel sizes and rank, block
 sizes, layer names, hash algorithm, the view's row bytes: see _namespace).
 """
-import collections
 import hashlib
 import json
 import logging
@@ -209,10 +208,10 @@ class HicacheTier(_Base):
         self._jobs = {}  # tag -> _Job
         self._tag = 0
         self._ready = []  # JobResults to report at the next get_finished
-        self._present = collections.OrderedDict()  # name -> None, oldest first
+        self._present = {}  # name -> None, least recently stored or loaded first
         self._absent = {}  # name -> monotonic time until which it is believed
         self._asking = set()  # names with a lookup in flight
-        self._storing = collections.Counter()  # names with a store in flight
+        self._storing = {}  # name -> stores of it in flight
         self._bad = RateLimitedLog(log=logger)
         self._closed = False
         logger.info("hicache vLLM tier: %d blocks of %d bytes, %s, suffix %s", blocks, row,
@@ -244,7 +243,9 @@ class HicacheTier(_Base):
         try:
             if kind == _KIND_STORE:
                 self._queue.set(tag, names, blocks)
-                self._storing.update(names)
+                storing = self._storing
+                for name in names:
+                    storing[name] = storing.get(name, 0) + 1
             else:
                 self._queue.get(tag, names, blocks, results=True)
         except BaseException:
@@ -278,10 +279,11 @@ class HicacheTier(_Base):
                     self._absent[name] = until
             return
         if job.kind == _KIND_STORE:
-            self._storing.subtract(job.names)
+            storing = self._storing
             for name in job.names:
-                if self._storing[name] <= 0:
-                    del self._storing[name]
+                left = storing.pop(name) - 1
+                if left:
+                    storing[name] = left
             ok = outcome == 0
             if ok:
                 for name in job.names:
@@ -300,12 +302,13 @@ class HicacheTier(_Base):
         self._ready.append(JobResult(job.job_id, ok))
 
     def _remember(self, name):
-        self._absent.pop(name, None)
+        if self._absent:
+            self._absent.pop(name, None)
         present = self._present
+        present.pop(name, None)  # re-inserted: the young end
         present[name] = None
-        present.move_to_end(name)
-        while len(present) > self._index_max:
-            present.popitem(last=False)
+        if len(present) > self._index_max:
+            del present[next(iter(present))]
 
     def _reap(self):
         for tag, outcome, results in self._queue.reap():
@@ -376,8 +379,8 @@ class HicacheTier(_Base):
         try:
             for k in keys:
                 name = bytes(k).hex()
-                if name in self._present:
-                    self._present.move_to_end(name)
+                if self._present.pop(name, 0) is None:
+                    self._present[name] = None
         except Exception as e:
             self._bad("touch", e)
 

@@ -38,6 +38,16 @@ import sys
 prefix, store_dir = sys.argv[1], sys.argv[2]
 import hicache
 
+# vLLM finds the tier through the installed entry point, by group.
+from importlib.metadata import entry_points
+eps = entry_points()
+eps = eps.select(group="vllm.general_plugins") if hasattr(eps, "select") else eps.get("vllm.general_plugins", [])
+ours = [e for e in eps if e.name == "hicache"]
+assert ours and ours[0].value == "hicache.vllm:register", list(eps)
+import hicache.vllm
+assert ours[0].load() is hicache.vllm.register
+hicache.vllm.register()  # harmless without vLLM
+
 pkg = os.path.realpath(os.path.dirname(hicache.__file__))
 assert pkg.startswith(os.path.realpath(prefix)), "hicache imported from %s, not the prefix" % pkg
 lib = os.path.realpath(hicache._LIB_PATH)

@@ -1,0 +1,1 @@
+"""Stand-in (tests only, written from the contract): package vllm.v1."""
