@@ -255,7 +255,7 @@ class HicacheConnector:
         """Every completion since the last call, each once; clears the fd."""
         with self._lock:
             out, self._done = self._done, []
-            if self._signalled:
+            if self._signalled and self._efd >= 0:
                 try:
                     os.eventfd_read(self._efd)
                 except BlockingIOError:
@@ -266,7 +266,7 @@ class HicacheConnector:
     def _complete(self, fid, ok, error, result):
         with self._lock:
             self._done.append((fid, bool(ok), error or "", result))
-            if not self._signalled:
+            if not self._signalled and self._efd >= 0:
                 os.eventfd_write(self._efd, 1)
                 self._signalled = True
 
@@ -427,7 +427,9 @@ class HicacheConnector:
             self._pool.close()
         os.close(self._stop_r)
         os.close(self._stop_w)
-        os.close(self._efd)
+        with self._lock:
+            efd, self._efd = self._efd, -1
+        os.close(efd)
 
     def __del__(self):
         try:

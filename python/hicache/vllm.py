@@ -236,7 +236,7 @@ class HicacheTier(_Base):
             return
         if self._closed:
             raise RuntimeError("the tier is shut down")
-        names = [bytes(k).hex() for k in keys]
+        names = [_name(k) for k in keys]
         blocks = job.block_ids
         tag = self._next_tag()
         self._jobs[tag] = _Job(job_id, kind, names)
@@ -345,7 +345,7 @@ class HicacheTier(_Base):
         """From memory: True (stored), False (absent, believed for
         negative_ttl_s), None while the store is being asked or the block
         is being stored."""
-        name = bytes(key).hex()
+        name = _name(key)
         if name in self._present:
             return self._answer(True)
         if name in self._storing:
@@ -378,7 +378,7 @@ class HicacheTier(_Base):
         store's cleaner evicts by age on disk)."""
         try:
             for k in keys:
-                name = bytes(k).hex()
+                name = _name(k)
                 if self._present.pop(name, 0) is None:
                     self._present[name] = None
         except Exception as e:
@@ -415,6 +415,13 @@ class HicacheTier(_Base):
             self.shutdown()
         except Exception:
             pass
+
+
+def _name(key):
+    """An OffloadKey (block hash bytes + 4-byte group) -> its object name."""
+    if not isinstance(key, (bytes, bytearray, memoryview)):
+        raise TypeError("a key must be bytes (vLLM's OffloadKey), not %s" % type(key).__name__)
+    return bytes(key).hex()
 
 
 def _errtext(rc):

@@ -285,6 +285,9 @@ def vllm_bad_calls(d):
         time.sleep(0.001)
     assert got == {100: False, 101: False, 102: False, 103: False, 104: False, 105: False}, got
     t.shutdown()
+    t.submit_store(JobMetadata(106, [k], np.array([1]), False, None))  # after shutdown
+    assert [(r.job_id, r.success) for r in t.get_finished()] == [(106, False)]
+    assert t.lookup(k, None) in (False, True)
     spec = vd.make_spec()
     for kwargs, word in (({"root_dir": os.path.join(d, "x"), "no_such_key": 1}, "no_such_key"),
                          ({}, "root_dir"),
@@ -490,6 +493,8 @@ def lmcache_bad_calls(d):
         if word:
             assert word in got[f][1], got[f]
     conn.close()
+    f = conn.submit_batch_exists(_keys(1))  # after close: a failed future, no exception
+    assert [c[:2] for c in conn.drain_completions()] == [(f, False)]
     arena.close()
     for kwargs, word in (({"no_such_key": 1}, "no_such_key"), ({"root_dir": None}, "root_dir"),
                          ({"chunk_bytes": -5}, "chunk_bytes")):
