@@ -23,6 +23,40 @@ so the ratios compare runs seconds apart):
           min(--batch, --burst-mib / 2000 / chunk) keys, at least 1.
           LMCache submits under its lock, so a slow submit stalls every
           request.
+--fio adds fio to every round and chunk size, in the same rotation as the
+connectors, on the same kind of files: N files of exactly the chunk size
+(N = --total-mib / chunk) in a fresh directory of the run's, written by one
+fio job (io_uring, O_DIRECT, bs = filesize = the chunk size, nrfiles N,
+openfiles and iodepth 32, file_service_type=sequential, create_on_open=1:
+each file created when first opened, inside fio's clock, as the connectors
+create theirs; without it fio lays every file out, fallocated, before its
+clock starts), an os.sync() (timed: "+sync"), the page cache dropped (as
+root), and the files read back with --rw=read. GB/s come from fio's terse
+(v3) output: write bandwidth field 48, read bandwidth field 7, in KiB/s
+(fio's runtime excludes its start-up; each fio process's wall time is in the
+JSON). The table adds a row "fio" and, for every connector, columns
+store/fio (set GB/s / fio's) and load/fio (get GB/s / fio's), medians of
+the per-round ratios. --fio-arg adds a fio option to both jobs (repeatable).
+
+--spinner: before the rounds a pure-Python thread spinning
+`while not stop: n += 1` is timed alone for about a second (its solo rate);
+then it spins during every set and every cold get (from the first submit
+to the last completion; not the sync, exists or submit burst). spin % = its
+rate then / its solo rate * 100: 100 when the connector (and the stand-in's
+demux thread) leave the interpreter free, lower the more they hold the GIL.
+With few cores the connector's C I/O threads (and the kernel's io_uring
+workers) also take CPU from the spinner, so spin % mixes GIL holding and
+CPU sharing; cpu s, the process's user + system CPU time over the same
+windows (getrusage: every thread, the spinner's own included; its alone is
+spin_cpu_s in the JSON), separates them: near wall time * CPUs means the
+CPUs were full. oncpu % is the spinner's own CPU time / the windows' wall
+time * 100 (about 100 alone): unlike spin %, it does not move with the
+CPU's speed, which on a shared virtual machine can vary 2-3x from one
+second to the next (a sibling hyperthread busy or not) and then swamps
+spin %. The spinner competes with the connector's Python threads and the
+demux thread, so GB/s measured with --spinner are not those of a run
+without it.
+
 Every connector is built as CLASS(root_dir=<its own directory>, **params)
 with --param key=value (value JSON when it parses, else a string; a key
 written CLASS:key applies to that class only). Directories stay until the
@@ -33,16 +67,21 @@ are medians of per-round ratios.
 usage: bench/lmcache_connector.py [--connector MODULE:CLASS ...] [--param K=V ...]
          [--chunk-kib 64,512,2048] [--total-mib 512] [--batch 16] [--rounds N]
          [--exists-calls N] [--burst-mib N] [--dir BASE] [--json FILE] [--keep]
+         [--fio [--fio-arg ARG]...] [--spinner]
 It takes an exclusive flock on /tmp/hicache-bench.lock while measuring.
 """
 import argparse
+import contextlib
 import fcntl
 import json
 import os
+import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -59,6 +98,8 @@ LOCK = "/tmp/hicache-bench.lock"
 OFFSET = 512
 BURST = 1000
 WAIT_S = 600.0
+FIO = "fio"  # fio's place in the rotation
+FIO_DEPTH = 32  # fio's iodepth and openfiles
 
 
 def log(msg):
@@ -85,6 +126,126 @@ def drop_caches():
     with open("/proc/sys/vm/drop_caches", "w") as f:
         f.write("3\n")
     return True
+
+
+def process_cpu_s():
+    """User + system CPU seconds of the whole process (every thread)."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+class Spinner:
+    """A pure-Python thread spinning `while not stop: n += 1` from enter to
+    exit of a with block: its iterations, the wall time, its own CPU time
+    and the whole process's CPU time over that window."""
+
+    def __init__(self):
+        self._stop = False
+        self._result = (0, 0.0)
+
+    def _spin(self):
+        n = 0
+        c0 = time.thread_time()
+        while not self._stop:
+            n += 1
+        self._result = (n, time.thread_time() - c0)
+
+    def __enter__(self):
+        self._stop = False
+        self._thread = threading.Thread(target=self._spin, name="spinner", daemon=True)
+        self._cpu0 = process_cpu_s()
+        self._t0 = time.perf_counter()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop = True
+        self._thread.join()
+        self.wall_s = time.perf_counter() - self._t0
+        self.process_cpu_s = process_cpu_s() - self._cpu0
+        self.n, self.cpu_s = self._result
+        return False
+
+    def rate(self):
+        return self.n / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def spin_window(on):
+    """A Spinner when on, else a with block that yields None."""
+    return Spinner() if on else contextlib.nullcontext()
+
+
+def solo_spin(seconds=1.0):
+    """The spinner alone, this thread asleep: (iterations per second, % of
+    the time it was on a CPU)."""
+    with Spinner() as sp:
+        time.sleep(seconds)
+    return sp.rate(), 100.0 * sp.cpu_s / sp.wall_s
+
+
+def spin_fields(solo, windows):
+    """The spinner's figures over the (name, Spinner) windows of one run."""
+    out = {}
+    for name, sp in windows:
+        out["spin_%s_pct" % name] = 100.0 * sp.rate() / solo
+    wall = sum(sp.wall_s for _, sp in windows)
+    out["spin_pct"] = 100.0 * sum(sp.n for _, sp in windows) / wall / solo
+    out["spin_wall_s"] = wall
+    out["spin_cpu_s"] = sum(sp.cpu_s for _, sp in windows)
+    out["spin_oncpu_pct"] = 100.0 * out["spin_cpu_s"] / wall if wall > 0 else None
+    out["cpu_s"] = sum(sp.process_cpu_s for _, sp in windows)
+    return out
+
+
+def fio_job(d, size, nfiles, rw, extra):
+    """One fio job over nfiles files of size bytes under d, each moved by
+    one whole-file I/O; (GB/s, fio's runtime s, wall s of the fio process)."""
+    argv = ["fio", "--name=fio", "--directory=" + d, "--ioengine=io_uring", "--direct=1",
+            "--rw=" + rw, "--bs=%d" % size, "--filesize=%d" % size, "--nrfiles=%d" % nfiles,
+            "--openfiles=%d" % FIO_DEPTH, "--iodepth=%d" % FIO_DEPTH,
+            "--file_service_type=sequential", "--minimal"]
+    argv.append("--create_on_open=1" if rw == "write" else "--allow_file_create=0")
+    argv += extra
+    t0 = time.perf_counter()
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=WAIT_S)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise RuntimeError("fio --rw=%s exited %d: %s" % (rw, p.returncode, p.stderr.strip()[-400:]))
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("3;")]
+    if not lines:
+        raise RuntimeError("fio --rw=%s printed no terse v3 line: %r" % (rw, p.stdout[-400:]))
+    f = lines[-1].split(";")
+    if len(f) < 50 or f[4] != "0":
+        raise RuntimeError("fio --rw=%s: error field %r" % (rw, f[4] if len(f) > 4 else None))
+    # terse v3, 1-based: read KiB 6, bandwidth 7 (KiB/s), runtime 9 (ms);
+    # write KiB 47, bandwidth 48, runtime 50
+    kib, bw, ms = (f[46], f[47], f[49]) if rw == "write" else (f[5], f[6], f[8])
+    moved, bps = int(kib) << 10, int(bw) * 1024
+    if moved != size * nfiles:
+        raise RuntimeError("fio --rw=%s moved %d bytes, not %d" % (rw, moved, size * nfiles))
+    if bps <= 0 or moved / bps > wall:
+        raise RuntimeError("fio --rw=%s: %d KiB/s over %d bytes takes longer than fio ran (%.3f s)"
+                           % (rw, int(bw), moved, wall))
+    return bps / 1e9, int(ms) / 1e3, wall
+
+
+def run_fio(base, tag, chunk, n, args):
+    """fio at one chunk size: n chunk-sized files written, synced, the page
+    cache dropped, read back."""
+    d = os.path.join(base, tag)
+    r = {"connector": "fio", "chunk_kib": chunk >> 10, "chunks": n, "bytes": n * chunk}
+    try:
+        os.makedirs(d)
+        r["set_gbs"], r["set_s"], r["set_wall_s"] = fio_job(d, chunk, n, "write", args.fio_arg)
+        t0 = time.perf_counter()
+        os.sync()
+        r["sync_s"] = time.perf_counter() - t0
+        r["set_sync_gbs"] = n * chunk / (n * chunk / (r["set_gbs"] * 1e9) + r["sync_s"]) / 1e9
+        r["cold"] = drop_caches()
+        r["get_gbs"], r["get_s"], r["get_wall_s"] = fio_job(d, chunk, n, "read", args.fio_arg)
+    except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+        r["error"] = "%s: %s" % (type(e).__name__, e)
+    return r
 
 
 def parse_params(items):
@@ -142,9 +303,10 @@ def run_one(spec, params, base, tag, chunk, args, src, dst, keys):
     try:
         bs = batches(n, args.batch)
         # set
-        t0 = time.perf_counter()
-        futs = [drv.set(keys[a:b], [src.slice(i) for i in range(a, b)]) for a, b in bs]
-        t1 = wait(futs, "set")
+        with spin_window(args.spinner) as sp_set:
+            t0 = time.perf_counter()
+            futs = [drv.set(keys[a:b], [src.slice(i) for i in range(a, b)]) for a, b in bs]
+            t1 = wait(futs, "set")
         t2 = time.perf_counter()
         os.sync()
         t3 = time.perf_counter()
@@ -155,10 +317,13 @@ def run_one(spec, params, base, tag, chunk, args, src, dst, keys):
         # cold get
         np.frombuffer(dst.whole, dtype=np.uint8)[:nbytes] = 0
         r["cold"] = drop_caches()
-        t0 = time.perf_counter()
-        futs = [drv.get(keys[a:b], [dst.slice(i) for i in range(a, b)]) for a, b in bs]
-        t1 = wait(futs, "get")
+        with spin_window(args.spinner) as sp_get:
+            t0 = time.perf_counter()
+            futs = [drv.get(keys[a:b], [dst.slice(i) for i in range(a, b)]) for a, b in bs]
+            t1 = wait(futs, "get")
         r["get_gbs"] = nbytes / (t1 - t0) / 1e9
+        if args.spinner:
+            r.update(spin_fields(args.spin_solo, [("set", sp_set), ("get", sp_get)]))
         r["get_submit_max_ms"] = max(f.submit_s for f in futs) * 1e3
         a = np.frombuffer(src.whole, dtype=np.uint8)[:nbytes]
         b = np.frombuffer(dst.whole, dtype=np.uint8)[:nbytes]
@@ -240,10 +405,21 @@ def labels(specs):
     return [s if specs.count(s) == 1 else "%s#%d" % (s, i) for i, s in enumerate(specs)]
 
 
-def table(results, specs, chunks):
+def median_of(vals):
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def table(results, specs, chunks, fio_results=(), args=None):
     names = labels(specs)
+    with_fio = bool(args and args.fio)
+    with_spin = bool(args and args.spinner)
     rows = []
     hdr = ["chunk", "connector"] + [h for _, h, _, _ in METRICS] + ["ratio " + h for _, h, _, r in METRICS if r]
+    if with_fio:
+        hdr += ["store/fio", "load/fio"]
+    if with_spin:
+        hdr += ["spin %", "oncpu %", "cpu s"]
     for chunk in chunks:
         for ci in range(len(specs)):
             rs = [r for r in results if r["ci"] == ci and r["chunk_kib"] == chunk]
@@ -262,6 +438,28 @@ def table(results, specs, chunks):
                     if base and base[0][k] > 0:
                         ratios.append(r[k] / base[0][k])
                 row.append("%.2fx" % statistics.median(ratios) if ratios else "-")
+            if with_fio:  # medians of the per-round ratios connector / fio
+                for k in ("set_gbs", "get_gbs"):
+                    ratios = []
+                    for r in rs:
+                        f = [q for q in fio_results if q["chunk_kib"] == chunk and q["round"] == r["round"]]
+                        if f and f[0].get(k):
+                            ratios.append(r[k] / f[0][k])
+                    row.append("%.2fx" % statistics.median(ratios) if ratios else "-")
+            if with_spin:
+                for k in ("spin_pct", "spin_oncpu_pct"):
+                    v = median_of(r.get(k) for r in rs)
+                    row.append("-" if v is None else "%.0f" % v)
+                v = median_of(r.get("cpu_s") for r in rs)
+                row.append("-" if v is None else "%.2f" % v)
+            rows.append(row)
+        if with_fio:
+            fs = [q for q in fio_results if q["chunk_kib"] == chunk]
+            row = ["%dK" % chunk, "fio"]
+            for k, _, fmt, _ in METRICS:
+                v = median_of(q.get(k) for q in fs) if k in ("set_gbs", "set_sync_gbs", "get_gbs") else None
+                row.append("-" if v is None else fmt % v)
+            row += ["-"] * (len(hdr) - len(row))
             rows.append(row)
     widths = [max(len(str(x)) for x in col) for col in zip(hdr, *rows)]
     out = ["  ".join(str(x).rjust(w) if i > 1 else str(x).ljust(w) for i, (x, w) in enumerate(zip(r, widths)))
@@ -285,6 +483,19 @@ def main():
     ap.add_argument("--dir", default="/var/tmp")
     ap.add_argument("--json", metavar="FILE")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--fio", action="store_true",
+                    help="also run fio at every chunk size, in the same rotation: row fio, columns "
+                         "store/fio and load/fio (described at the top of this file)")
+    ap.add_argument("--fio-arg", action="append", default=[], metavar="ARG",
+                    help="one more fio option for both fio jobs, e.g. --fio-arg=--create_on_open=0 "
+                         "(fio's own layout before its clock starts); repeatable")
+    ap.add_argument("--spinner", action="store_true",
+                    help="run a pure-Python spinner thread during every set and cold get; column "
+                         "spin %% (its rate / its solo rate: 100 = the connector leaves the GIL free) "
+                         "and cpu s (the process's CPU then). With few cores the C I/O threads "
+                         "compete with the spinner for CPU, so spin %% mixes GIL holding and CPU "
+                         "sharing; cpu s near wall time * CPUs means the CPUs were full; oncpu %% "
+                         "(the spinner's CPU time / wall) does not move with the CPU's speed")
     args = ap.parse_args()
 
     specs = args.connector or ["lmcache_plain:PlainFileConnector"]
@@ -300,8 +511,12 @@ def main():
     for c in chunks:
         if (c << 10) > total:
             sys.exit("chunk %d KiB is larger than --total-mib" % c)
+    if args.fio and shutil.which("fio") is None:
+        log("fio is not installed (not on PATH); --fio skipped")
+        args.fio = False
+    args.spin_solo = None
     free = shutil.disk_usage(args.dir).free
-    need = total * len(chunks) * len(specs) * args.rounds
+    need = total * len(chunks) * (len(specs) + (1 if args.fio else 0)) * args.rounds
     if need > free * 0.9:
         sys.exit("needs %d MiB on %s, %d MiB free" % (need >> 20, args.dir, free >> 20))
 
@@ -315,9 +530,12 @@ def main():
     log("dir %s (%s), %d MiB per run, chunks %s KiB, batch %d, %d round(s), connectors %s%s"
         % (base, fst, args.total_mib, args.chunk_kib, args.batch, args.rounds, ", ".join(specs),
            "" if os.geteuid() == 0 else "; NOT root: gets are not cold"))
-    results = []
+    results, fio_results = [], []
     rng = np.random.default_rng(int.from_bytes(os.urandom(8), "little"))
     try:
+        if args.spinner:
+            args.spin_solo, oncpu = solo_spin()
+            log("spinner alone: %.2f M iterations/s, on a CPU %.0f%% of the time" % (args.spin_solo / 1e6, oncpu))
         for rnd in range(args.rounds):
             for ck in chunks:
                 chunk = ck << 10
@@ -325,10 +543,22 @@ def main():
                 src = lm.Arena(n * chunk, chunk, offset_bytes=OFFSET)
                 dst = lm.Arena(n * chunk, chunk, offset_bytes=OFFSET)
                 np.frombuffer(src.whole, dtype=np.uint8)[:] = rng.integers(0, 256, n * chunk, dtype=np.uint8)
-                order = list(range(len(specs)))
+                order = list(range(len(specs))) + ([FIO] if args.fio else [])
                 if rnd % 2:
                     order.reverse()
                 for ci in order:
+                    if ci == FIO:
+                        r = run_fio(base, "r%d-fio-%dk" % (rnd, ck), chunk, n, args)
+                        r["round"] = rnd
+                        fio_results.append(r)
+                        if "error" in r:
+                            log("round %d %4dK %-36s %s" % (rnd, ck, "fio", r["error"]))
+                        else:
+                            log("round %d %4dK %-36s set %.2f (+sync %.2f) get %.2f GB/s%s "
+                                "(fio ran %.2f s, %.2f s)"
+                                % (rnd, ck, "fio", r["set_gbs"], r["set_sync_gbs"], r["get_gbs"],
+                                   "" if r["cold"] else " (warm)", r["set_wall_s"], r["get_wall_s"]))
+                        continue
                     spec = specs[ci]
                     tag = "r%d-c%d-%dk" % (rnd, ci, ck)
                     # distinct keys per run, as distinct LMCache chunk hashes
@@ -344,7 +574,11 @@ def main():
                         % (rnd, ck, r["label"], r["set_gbs"], r["set_sync_gbs"], r["get_gbs"],
                            "" if r["cold"] else " (warm)", r["exists_calls_s"], r["submit_med_us"],
                            r["submit_max_ms"], r["burst_keys"], r["burst_inflight_med"],
-                           r["burst_inflight_min"]))
+                           r["burst_inflight_min"])
+                        + (", spin %.0f%% (set %.0f%%, get %.0f%%), on a CPU %.0f%%, cpu %.2f s"
+                           % (r["spin_pct"], r["spin_set_pct"], r["spin_get_pct"], r["spin_oncpu_pct"],
+                              r["cpu_s"])
+                           if args.spinner else ""))
                 src.close()
                 dst.close()
     finally:
@@ -355,12 +589,23 @@ def main():
         fcntl.flock(lockf, fcntl.LOCK_UN)
         lockf.close()
 
-    print(table(results, specs, chunks))
+    print(table(results, specs, chunks, fio_results, args))
     print("ratios are this connector / %s; GB/s and exists/s: higher is better, submit times: lower"
           % labels(specs)[0])
+    if args.fio:
+        print("fio: io_uring, O_DIRECT, iodepth = openfiles = %d, one file per chunk, created on open;"
+              " store/fio = set GB/s / fio's, load/fio = get GB/s / fio's, same round (median)" % FIO_DEPTH)
+    if args.spinner:
+        print("spin %%: a pure-Python spinner's rate during set + cold get / its solo rate (%.1f M/s);"
+              " oncpu %%: the spinner's CPU time / wall time; cpu s: the process's user + system CPU"
+              " then; %d CPUs; every set/get GB/s with the spinner running"
+              % (args.spin_solo / 1e6, os.cpu_count() or 0))
     if args.json:
+        out = {"args": vars(args), "fs": fst, "results": results}
+        if args.fio:
+            out["fio"] = fio_results
         with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "fs": fst, "results": results}, f, indent=1)
+            json.dump(out, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,40 @@ Then, per tier and round, call latency: --inflight one-block store jobs
 then drained, each get_finished timed; the page cache dropped; the same for
 loads. Max and median of each call are printed.
 
+With --fio, fio runs in the same rotation as the tiers, at every block
+size, on the same kind of files: N files of exactly the block size in a
+fresh directory (<dir>/r<round>/fio/<KiB>k), written by one fio job
+(io_uring, O_DIRECT, bs = filesize = the block size, nrfiles N, openfiles
+and iodepth 32, file_service_type=sequential, create_on_open=1: each file
+created when first opened, inside the timed part, as the tiers create
+theirs; without it fio lays every file out, fallocated, before it starts
+its clock), then a sync (timed apart), the page cache dropped and the
+files read back by the same job with --rw=read. GB/s come from fio's terse
+(v3) output: write bandwidth field 48, read bandwidth field 7, KiB/s (fio's
+runtime, in ms, excludes its start-up; the wall time of each fio process
+is in the JSON). The table adds a row "fio" and, for every tier, columns
+store/fio and load/fio: medians of the per-round ratios tier / fio. More
+fio options: --fio-arg (repeatable; a later option overrides an earlier).
+
+With --spinner, a pure-Python thread spinning `while not stop: n += 1` is
+timed alone for about a second before the rounds (its solo rate), then runs
+again during every throughput run's timed store and timed load (from the
+first submit to the last job reported; not the sync, lookups or checks).
+spin % = its rate then / its solo rate * 100: 100 when the tier (and the
+driver's polling) leave the interpreter free, lower the more they hold the
+GIL. On a machine with few cores the tier's C I/O threads (and the
+kernel's io_uring workers) also take CPU from the spinner, so spin % mixes
+GIL holding and CPU sharing; cpu s (the process's user + system CPU time
+over the same windows, from getrusage: every thread, the spinner's own
+included; the spinner's alone is spin_cpu_s in the JSON) separates them:
+near wall time * CPUs means the CPUs were full. oncpu % is the spinner's
+own CPU time / the windows' wall time * 100 (about 100 alone): unlike
+spin %, it does not move with the CPU's speed, which on a shared virtual
+machine can vary 2-3x from one second to the next (a sibling hyperthread
+busy or not) and then swamps spin %. The spinner competes for the GIL
+with the tier's Python threads and the driver's polling, so the GB/s of a
+run with --spinner are not those of a run without it.
+
 Every run writes a fresh directory (<dir>/r<round>/<type>/<KiB>k); nothing is
 deleted before the end (then everything, unless --keep). GB/s are 10^9 bytes
 of block payload per second; table GB/s are medians over rounds, ratios
@@ -38,17 +72,21 @@ of block payload per second; table GB/s are medians over rounds, ratios
 usage: bench/vllm_tier.py [--tier MODULE:CLASS[:TYPE]]... [--tier-arg [TYPE:]KEY=VALUE]...
          [--block-kib 64,512,2048] [--total-mib 512] [--job-mib 8] [--rounds N]
          [--inflight 1000] [--latency-kib K] [--dir BASE] [--keep] [--json FILE]
+         [--fio [--fio-arg ARG]...] [--spinner]
 Measuring holds /tmp/hicache-bench.lock (flock), as the other benchmarks do.
 """
 import argparse
+import contextlib
 import fcntl
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -65,6 +103,8 @@ from vllm.v1.kv_offload.tiering.factory import SecondaryTierFactory  # noqa: E40
 
 LOCK = "/tmp/hicache-bench.lock"
 DEFAULT_TIER = "vllm_fs_tier:FsPythonTier:fs_python"
+FIO = {"module": None, "class": None, "type": "fio"}  # fio's place in the rotation
+FIO_DEPTH = 32  # fio's iodepth and openfiles
 
 
 def log(msg):
@@ -139,6 +179,129 @@ def drop_page_cache(dirs):
     return "fadvise"
 
 
+def process_cpu_s():
+    """User + system CPU seconds of the whole process (every thread)."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+class Spinner:
+    """A pure-Python thread spinning `while not stop: n += 1` from enter to
+    exit of a with block: its iterations, the wall time, its own CPU time
+    and the whole process's CPU time over that window."""
+
+    def __init__(self):
+        self._stop = False
+        self._result = (0, 0.0)
+
+    def _spin(self):
+        n = 0
+        c0 = time.thread_time()
+        while not self._stop:
+            n += 1
+        self._result = (n, time.thread_time() - c0)
+
+    def __enter__(self):
+        self._stop = False
+        self._thread = threading.Thread(target=self._spin, name="spinner", daemon=True)
+        self._cpu0 = process_cpu_s()
+        self._t0 = time.perf_counter()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop = True
+        self._thread.join()
+        self.wall_s = time.perf_counter() - self._t0
+        self.process_cpu_s = process_cpu_s() - self._cpu0
+        self.n, self.cpu_s = self._result
+        return False
+
+    def rate(self):
+        return self.n / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def spin_window(on):
+    """A Spinner when on, else a with block that yields None."""
+    return Spinner() if on else contextlib.nullcontext()
+
+
+def solo_spin(seconds=1.0):
+    """The spinner alone, this thread asleep: (iterations per second, % of
+    the time it was on a CPU)."""
+    with Spinner() as sp:
+        time.sleep(seconds)
+    return sp.rate(), 100.0 * sp.cpu_s / sp.wall_s
+
+
+def spin_fields(solo, windows):
+    """The spinner's figures over the (name, Spinner) windows of one run;
+    {} when a window is missing (not measured or not reached)."""
+    if not solo or any(sp is None or not hasattr(sp, "wall_s") for _, sp in windows):
+        return {}
+    out = {}
+    for name, sp in windows:
+        out["spin_%s_pct" % name] = 100.0 * sp.rate() / solo
+    wall = sum(sp.wall_s for _, sp in windows)
+    out["spin_pct"] = 100.0 * sum(sp.n for _, sp in windows) / wall / solo if wall > 0 else None
+    out["spin_wall_s"] = wall
+    out["spin_cpu_s"] = sum(sp.cpu_s for _, sp in windows)
+    out["spin_oncpu_pct"] = 100.0 * out["spin_cpu_s"] / wall if wall > 0 else None
+    out["cpu_s"] = sum(sp.process_cpu_s for _, sp in windows)
+    return out
+
+
+def fio_job(d, size, nfiles, rw, args):
+    """One fio job over nfiles files of size bytes under d, each moved by
+    one whole-file I/O; (GB/s, fio's runtime s, wall s of the fio process)."""
+    argv = ["fio", "--name=fio", "--directory=" + d, "--ioengine=io_uring", "--direct=1",
+            "--rw=" + rw, "--bs=%d" % size, "--filesize=%d" % size, "--nrfiles=%d" % nfiles,
+            "--openfiles=%d" % FIO_DEPTH, "--iodepth=%d" % FIO_DEPTH,
+            "--file_service_type=sequential", "--minimal"]
+    argv.append("--create_on_open=1" if rw == "write" else "--allow_file_create=0")
+    argv += args.fio_arg
+    t0 = time.perf_counter()
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=args.timeout)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise RuntimeError("fio --rw=%s exited %d: %s" % (rw, p.returncode, p.stderr.strip()[-400:]))
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("3;")]
+    if not lines:
+        raise RuntimeError("fio --rw=%s printed no terse v3 line: %r" % (rw, p.stdout[-400:]))
+    f = lines[-1].split(";")
+    if len(f) < 50 or f[4] != "0":
+        raise RuntimeError("fio --rw=%s: error field %r" % (rw, f[4] if len(f) > 4 else None))
+    # terse v3, 1-based: read KiB 6, bandwidth 7 (KiB/s), runtime 9 (ms);
+    # write KiB 47, bandwidth 48, runtime 50
+    kib, bw, ms = (f[46], f[47], f[49]) if rw == "write" else (f[5], f[6], f[8])
+    moved, bps = int(kib) << 10, int(bw) * 1024
+    if moved != size * nfiles:
+        raise RuntimeError("fio --rw=%s moved %d bytes, not %d" % (rw, moved, size * nfiles))
+    if bps <= 0 or moved / bps > wall:
+        raise RuntimeError("fio --rw=%s: %d KiB/s over %d bytes takes longer than fio ran (%.3f s)"
+                           % (rw, int(bw), moved, wall))
+    return bps / 1e9, int(ms) / 1e3, wall
+
+
+def run_fio(kib, rnd, args, n, work):
+    """fio at one block size: N block-sized files written, synced, the page
+    cache dropped, read back; a result dict like a tier's."""
+    size = kib << 10
+    d = os.path.join(work, "r%d" % rnd, "fio", "%dk" % kib)
+    res = {"round": rnd, "tier": "fio", "block_kib": kib, "blocks": n, "errors": []}
+    try:
+        os.makedirs(d)
+        res["store_gbps"], res["store_s"], res["store_wall_s"] = fio_job(d, size, n, "write", args)
+        t0 = time.perf_counter()
+        os.sync()
+        res["sync_s"] = time.perf_counter() - t0
+        res["drop"] = drop_page_cache([d])
+        res["load_gbps"], res["load_s"], res["load_wall_s"] = fio_job(d, size, n, "read", args)
+    except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+        res["errors"].append("%s: %s" % (type(e).__name__, e))
+    return res
+
+
 def us(ns_list, fn):
     return round(fn(ns_list) / 1e3, 1) if ns_list else None
 
@@ -162,11 +325,13 @@ def run_throughput(tier, tier_args, kib, rnd, args, view, n, spec, work):
     res = {"round": rnd, "tier": tier["type"], "block_kib": kib, "blocks": n,
            "jobs": (n + per_job - 1) // per_job, "errors": []}
     s = make_scheduler(tier, root, tier_args, view, spec)
+    sp_store = sp_load = None
     try:
-        t0 = time.perf_counter()
-        jobs = [s.store(keys[i:i + per_job], range(i, min(n, i + per_job))) for i in range(0, n, per_job)]
-        done = s.wait(jobs, timeout=args.timeout, poll_s=args.poll_ms / 1e3)
-        t_store = time.perf_counter() - t0
+        with spin_window(args.spinner) as sp_store:
+            t0 = time.perf_counter()
+            jobs = [s.store(keys[i:i + per_job], range(i, min(n, i + per_job))) for i in range(0, n, per_job)]
+            done = s.wait(jobs, timeout=args.timeout, poll_s=args.poll_ms / 1e3)
+            t_store = time.perf_counter() - t0
         t0 = time.perf_counter()
         os.sync()
         res["sync_s"] = time.perf_counter() - t0
@@ -193,11 +358,12 @@ def run_throughput(tier, tier_args, kib, rnd, args, view, n, spec, work):
         res["lookup_us_median"] = us(s.call_ns["lookup"], statistics.median)
 
         res["drop"] = drop_page_cache([root])
-        t0 = time.perf_counter()
-        jobs = [s.load(keys[i:i + per_job], range(n + i, n + min(n, i + per_job)))
-                for i in range(0, n, per_job)]
-        done = s.wait(jobs, timeout=args.timeout, poll_s=args.poll_ms / 1e3)
-        t_load = time.perf_counter() - t0
+        with spin_window(args.spinner) as sp_load:
+            t0 = time.perf_counter()
+            jobs = [s.load(keys[i:i + per_job], range(n + i, n + min(n, i + per_job)))
+                    for i in range(0, n, per_job)]
+            done = s.wait(jobs, timeout=args.timeout, poll_s=args.poll_ms / 1e3)
+            t_load = time.perf_counter() - t0
         failed = sum(1 for ok in done.values() if not ok)
         if failed:
             res["errors"].append("%d load job(s) failed" % failed)
@@ -211,6 +377,8 @@ def run_throughput(tier, tier_args, kib, rnd, args, view, n, spec, work):
         res["errors"].append("%s: %s" % (type(e).__name__, e))
     finally:
         s.shutdown()
+    if args.spinner:
+        res.update(spin_fields(args.spin_solo, [("store", sp_store), ("load", sp_load)]))
     return res
 
 
@@ -257,8 +425,15 @@ def fmt(v, spec="%.2f"):
     return "-" if v is None else spec % v
 
 
-def summarize(tiers, blocks, runs, lats):
+def med(vals):
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def summarize(tiers, blocks, runs, lats, fio_runs=(), args=None):
     first = tiers[0]["type"]
+    with_fio = bool(args and args.fio)
+    with_spin = bool(args and args.spinner)
     rows = []
     for kib in blocks:
         for t in tiers:
@@ -282,6 +457,32 @@ def summarize(tiers, blocks, runs, lats):
                 "lookup_us": statistics.median(lk) if lk else None,
                 "errors": sum(len(r["errors"]) for r in mine),
             })
+            if with_fio:  # medians of the per-round ratios tier / fio
+                vs = {"store": [], "load": []}
+                for r in mine:
+                    f = [b for b in fio_runs if b["block_kib"] == kib and b["round"] == r["round"]]
+                    for k in vs:
+                        g = "%s_gbps" % k
+                        if f and g in r and f[0].get(g):
+                            vs[k].append(r[g] / f[0][g])
+                rows[-1]["store_vs_fio"] = med(vs["store"])
+                rows[-1]["load_vs_fio"] = med(vs["load"])
+            if with_spin:
+                rows[-1]["spin_pct"] = med(r.get("spin_pct") for r in mine)
+                rows[-1]["spin_oncpu_pct"] = med(r.get("spin_oncpu_pct") for r in mine)
+                rows[-1]["cpu_s"] = med(r.get("cpu_s") for r in mine)
+        if with_fio:
+            mine = [r for r in fio_runs if r["block_kib"] == kib]
+            rows.append({
+                "tier": "fio", "block_kib": kib, "rounds": len(mine),
+                "store_gbps": med(r.get("store_gbps") for r in mine),
+                "load_gbps": med(r.get("load_gbps") for r in mine),
+                "store_ratio": None, "load_ratio": None, "lookup_us": None,
+                "errors": sum(len(r["errors"]) for r in mine),
+                "store_vs_fio": None, "load_vs_fio": None,
+            })
+            if with_spin:
+                rows[-1].update(spin_pct=None, spin_oncpu_pct=None, cpu_s=None)
     lat_rows = []
     for t in tiers:
         mine = [r for r in lats if r["tier"] == t["type"] and "get_finished_us_max" in r]
@@ -300,14 +501,32 @@ def print_tables(rows, lat_rows, args, first):
     print()
     print("throughput: %d MiB per run, %d MiB jobs, %d round(s); ratio = tier / %s, same round"
           % (args.total_mib, args.job_mib, args.rounds, first))
+    if args.fio:
+        print("fio: io_uring, O_DIRECT, iodepth = openfiles = %d, one file per block, created on open;"
+              " store/fio, load/fio = tier / fio, same round (median)" % FIO_DEPTH)
+    if args.spinner:
+        print("spin %%: a pure-Python spinner's rate during the timed store + load / its solo rate"
+              " (%.1f M/s); oncpu %%: the spinner's CPU time / wall time; cpu s: the process's"
+              " user + system CPU then; %d CPUs; every GB/s with the spinner running"
+              % (args.spin_solo / 1e6, os.cpu_count() or 0))
     hdr = "%-12s %8s %11s %11s %8s %8s %10s %6s" % (
         "tier", "block", "store GB/s", "load GB/s", "store x", "load x", "lookup us", "errors")
+    if args.fio:
+        hdr += " %9s %9s" % ("store/fio", "load/fio")
+    if args.spinner:
+        hdr += " %7s %8s %7s" % ("spin %", "oncpu %", "cpu s")
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
-        print("%-12s %7dK %11s %11s %8s %8s %10s %6d" % (
+        line = "%-12s %7dK %11s %11s %8s %8s %10s %6d" % (
             r["tier"], r["block_kib"], fmt(r["store_gbps"]), fmt(r["load_gbps"]),
-            fmt(r["store_ratio"]), fmt(r["load_ratio"]), fmt(r["lookup_us"], "%.1f"), r["errors"]))
+            fmt(r["store_ratio"]), fmt(r["load_ratio"]), fmt(r["lookup_us"], "%.1f"), r["errors"])
+        if args.fio:
+            line += " %9s %9s" % (fmt(r.get("store_vs_fio")), fmt(r.get("load_vs_fio")))
+        if args.spinner:
+            line += " %7s %8s %7s" % (fmt(r.get("spin_pct"), "%.0f"), fmt(r.get("spin_oncpu_pct"), "%.0f"),
+                                      fmt(r.get("cpu_s")))
+        print(line)
     print()
     print("call latency, us: %d one-block jobs of %d KiB in flight (max / median)"
           % (args.inflight, args.latency_kib))
@@ -340,6 +559,19 @@ def main():
     ap.add_argument("--dir", default=None, help="base directory (default: a new one under /var/tmp)")
     ap.add_argument("--keep", action="store_true", help="leave the files at the end")
     ap.add_argument("--json", default=None, help="write every result here")
+    ap.add_argument("--fio", action="store_true",
+                    help="also run fio at every block size, in the same rotation: row fio, columns "
+                         "store/fio and load/fio (described at the top of this file)")
+    ap.add_argument("--fio-arg", action="append", default=[], metavar="ARG",
+                    help="one more fio option for both fio jobs, e.g. --fio-arg=--create_on_open=0 "
+                         "(fio's own layout before its clock starts); repeatable")
+    ap.add_argument("--spinner", action="store_true",
+                    help="run a pure-Python spinner thread during the timed store and load; "
+                         "column spin %% (its rate / its solo rate: 100 = the tier leaves the GIL "
+                         "free) and cpu s (the process's CPU then). With few cores the C I/O "
+                         "threads compete with the spinner for CPU, so spin %% mixes GIL holding "
+                         "and CPU sharing; cpu s near wall time * CPUs means the CPUs were full; "
+                         "oncpu %% (the spinner's CPU time / wall) does not move with the CPU's speed")
     args = ap.parse_args()
 
     tiers = args.tier or [parse_tier(DEFAULT_TIER)]
@@ -355,6 +587,12 @@ def main():
     if args.latency_kib is None:
         args.latency_kib = min(blocks)
     tier_args = parse_tier_args(args.tier_arg, types)
+    if args.fio and "fio" in types:
+        raise SystemExit("--fio: a tier has type 'fio'; give it another TYPE")
+    if args.fio and shutil.which("fio") is None:
+        log("fio is not installed (not on PATH); --fio skipped")
+        args.fio = False
+    args.spin_solo = None
 
     # Plugins first, as every vLLM process does; then what --tier names.
     plugins = load_general_plugins()
@@ -386,6 +624,8 @@ def main():
     work = tempfile.mkdtemp(prefix="run.", dir=base)
     need = args.rounds * len(tiers) * (len(blocks) * (args.total_mib << 20)
                                        + 2 * args.inflight * (args.latency_kib << 10))
+    if args.fio:
+        need += args.rounds * len(blocks) * (args.total_mib << 20)
     free = shutil.disk_usage(base).free
     if need > free * 0.9:
         shutil.rmtree(work, ignore_errors=True)
@@ -394,7 +634,7 @@ def main():
     log("files under %s (%s); %.1f GiB will be written" % (work, fst, need / 2**30))
 
     lockf = open(LOCK, "a+")
-    runs, lats = [], []
+    runs, lats, fio_runs = [], [], []
     try:
         try:
             fcntl.flock(lockf, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -402,28 +642,49 @@ def main():
             log("waiting for %s (another benchmark runs)" % LOCK)
             fcntl.flock(lockf, fcntl.LOCK_EX)
         spec = vd.make_spec()
+        if args.spinner:
+            args.spin_solo, oncpu = solo_spin()
+            log("spinner alone: %.2f M iterations/s, on a CPU %.0f%% of the time" % (args.spin_solo / 1e6, oncpu))
+        rotation = tiers + [FIO] if args.fio else tiers
         for rnd in range(1, args.rounds + 1):
-            k = (rnd - 1) % len(tiers)
-            order = tiers[k:] + tiers[:k]  # who goes first turns round by round
+            k = (rnd - 1) % len(rotation)
+            order = rotation[k:] + rotation[:k]  # who goes first turns round by round
             for kib in blocks:
                 row = kib << 10
                 n = (args.total_mib << 20) // row
                 mm, view, _ = vd.make_primary(2 * n, row)
                 try:
                     for t in order:
+                        if t is FIO:
+                            r = run_fio(kib, rnd, args, n, work)
+                            fio_runs.append(r)
+                            log("round %d %5d KiB %-12s store %s GB/s (%.2f s, fio ran %.2f s, sync %.0f ms)"
+                                "  cold load %s GB/s (%.2f s, fio ran %.2f s, %s)  %s"
+                                % (rnd, kib, "fio", fmt(r.get("store_gbps")), r.get("store_s", 0),
+                                   r.get("store_wall_s", 0), r.get("sync_s", 0) * 1e3,
+                                   fmt(r.get("load_gbps")), r.get("load_s", 0), r.get("load_wall_s", 0),
+                                   r.get("drop", "-"), "; ".join(r["errors"]) or "%d files" % n))
+                            continue
                         r = run_throughput(t, tier_args[t["type"]], kib, rnd, args, view, n, spec, work)
                         runs.append(r)
                         log("round %d %5d KiB %-12s store %s GB/s (%.2f s, sync %.0f ms)  cold load %s GB/s"
-                            " (%.2f s, %s)  lookup %s us  %s"
+                            " (%.2f s, %s)  lookup %s us  %s%s"
                             % (rnd, kib, t["type"], fmt(r.get("store_gbps")), r.get("store_s", 0),
                                r.get("sync_s", 0) * 1e3, fmt(r.get("load_gbps")), r.get("load_s", 0),
                                r.get("drop", "-"), fmt(r.get("lookup_us_median"), "%.1f"),
-                               "; ".join(r["errors"]) or "verified %d blocks" % n))
+                               "; ".join(r["errors"]) or "verified %d blocks" % n,
+                               "  spin %s%% (store %s%%, load %s%%), on a CPU %s%%, cpu %s s"
+                               % (fmt(r.get("spin_pct"), "%.0f"), fmt(r.get("spin_store_pct"), "%.0f"),
+                                  fmt(r.get("spin_load_pct"), "%.0f"), fmt(r.get("spin_oncpu_pct"), "%.0f"),
+                                  fmt(r.get("cpu_s")))
+                               if args.spinner else ""))
                 finally:
                     vd.close_primary(mm, view)
             mm, view, _ = vd.make_primary(2 * args.inflight, args.latency_kib << 10)
             try:
                 for t in order:
+                    if t is FIO:
+                        continue
                     r = run_latency(t, tier_args[t["type"]], rnd, args, view, spec, work)
                     lats.append(r)
                     log("round %d latency %-12s submit_store %s/%s us  submit_load %s/%s us  "
@@ -447,15 +708,17 @@ def main():
         fcntl.flock(lockf, fcntl.LOCK_UN)
         lockf.close()
 
-    rows, lat_rows = summarize(tiers, blocks, runs, lats)
+    rows, lat_rows = summarize(tiers, blocks, runs, lats, fio_runs, args)
     print_tables(rows, lat_rows, args, tiers[0]["type"])
     if args.json:
+        out = {"args": {k: v for k, v in vars(args).items() if k != "tier"},
+               "tiers": tiers, "tier_args": tier_args, "work": work,
+               "runs": runs, "latency": lats, "summary": rows, "latency_summary": lat_rows}
+        if args.fio:
+            out["fio"] = fio_runs
         with open(args.json, "w") as f:
-            json.dump({"args": {k: v for k, v in vars(args).items() if k != "tier"},
-                       "tiers": tiers, "tier_args": tier_args, "work": work,
-                       "runs": runs, "latency": lats, "summary": rows, "latency_summary": lat_rows},
-                      f, indent=1)
-    errors = sum(len(r["errors"]) for r in runs + lats)
+            json.dump(out, f, indent=1)
+    errors = sum(len(r["errors"]) for r in runs + lats + fio_runs)
     if errors:
         log("%d error(s); see above" % errors)
         return 1

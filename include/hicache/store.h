@@ -58,6 +58,8 @@
 #include <hicache/key.h>
 #include <hicache/pool.h>
 
+#include <sys/uio.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -333,6 +335,22 @@ HC_API int hc_store_set_v2_start(struct hc_store *store, struct hc_pool_transfer
 				 size_t nt, struct hc_store_op **op);
 HC_API int hc_store_get_v2_start(struct hc_store *store, struct hc_pool_transfer *transfers,
 				 size_t nt, struct hc_store_op **op);
+/* Started as hc_store_set_v2_start / _get_v2_start for one transfer whose
+ * pages are a caller's buffers instead of pool pages: bufs[i] holds page i
+ * (t->pages is not read). For an engine whose buffers lie anywhere
+ * (LMCache's arena): the pool must hold one buffer per page (a segments
+ * or indexer pool) and be registered in bounce mode (force_bounce): each
+ * page's object is built in, and read into, the pool's bounce slot, so a
+ * buffer needs no alignment. A buffer may be shorter than the page: a set
+ * stores it zero padded to the page, a get fills only its bytes (the
+ * object's checksum still covers the whole page). bufs is read at start;
+ * the buffers must stay valid, and a get's untouched by anyone else, until
+ * the op is over; a get's buffers must not overlap. -EINVAL for another
+ * pool, an empty buffer or one over the page. */
+HC_API int hc_store_set_bufs_start(struct hc_store *store, struct hc_pool_transfer *t,
+				   const struct iovec *bufs, struct hc_store_op **op);
+HC_API int hc_store_get_bufs_start(struct hc_store *store, struct hc_pool_transfer *t,
+				   const struct iovec *bufs, struct hc_store_op **op);
 /* keys: the KV keys of the prefix. *kv_hit_pages = longest existing KV
  * prefix; pool_hits[t] = hit pages of transfer t by its policy (0 for an
  * unregistered pool, and for every transfer after one whose result is 0).

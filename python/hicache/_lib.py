@@ -267,6 +267,8 @@ _PROTOS = {
     "hc_store_get_start": (c_int, [c_void_p, c_void_p, c_size_t, c_void_p, POINTER(c_int), POINTER(c_void_p)]),
     "hc_store_set_v2_start": (c_int, [c_void_p, POINTER(PoolTransfer), c_size_t, POINTER(c_void_p)]),
     "hc_store_get_v2_start": (c_int, [c_void_p, POINTER(PoolTransfer), c_size_t, POINTER(c_void_p)]),
+    "hc_store_set_bufs_start": (c_int, [c_void_p, POINTER(PoolTransfer), c_void_p, POINTER(c_void_p)]),
+    "hc_store_get_bufs_start": (c_int, [c_void_p, POINTER(PoolTransfer), c_void_p, POINTER(c_void_p)]),
     "hc_store_lookup_start": (c_int, [c_void_p, POINTER(PoolTransfer), c_size_t, POINTER(c_void_p)]),
     "hc_store_delete_start": (c_int, [c_void_p, POINTER(PoolTransfer), c_size_t, POINTER(c_void_p)]),
     "hc_store_lookup": (c_i64, [c_void_p, POINTER(PoolTransfer), c_size_t]),

@@ -15,7 +15,7 @@ queues before itself."""
 import ctypes
 import threading
 
-from . import _C, _Keys, _Life, _Pages, _cstr, _check, _lib, Error
+from . import _C, _Keys, _Life, _Mem, _Pages, _cstr, _check, _lib, Error
 
 _INT = ctypes.c_int
 
@@ -62,9 +62,13 @@ class Completions:
 
     # starting
 
-    def _start(self, tag, fn, pool, keys, pages, want_results, what):
+    def _start(self, tag, fn, pool, keys, pages, want_results, what, bufs=None):
         if not isinstance(tag, int) or isinstance(tag, bool) or not 0 <= tag < 1 << 64:
             raise ValueError("hicache: %s: tag must be an integer in [0, 2**64), not %r" % (what, tag))
+        if pool is None:  # no transfer at all: an op that only completes
+            k, t, refs, res = None, None, [], None
+            held = _Held(refs, None, 0)
+            return self._go(tag, fn, None, 0, held, what)
         k = _Keys(keys)
         t = _lib.PoolTransfer()
         cpool = _cstr(pool, "pool name")
@@ -73,7 +77,12 @@ class Completions:
         t.keys = k.keys
         t.names = k.names
         refs = [cpool, k]
-        if pages is not None:
+        if bufs is not None:
+            iov = _Iovecs(bufs, writable=what == "get_bufs")
+            if iov.n != k.n:
+                raise ValueError("hicache: %s: %d keys but %d buffers" % (what, k.n, iov.n))
+            refs.append(iov)
+        elif pages is not None:
             p = _Pages(pages)
             if p.n != k.n:
                 raise ValueError("hicache: %s: %d keys but %d pages" % (what, k.n, p.n))
@@ -86,6 +95,10 @@ class Completions:
             t.results = ctypes.cast(res, ctypes.POINTER(_INT))
         refs.append(t)
         held = _Held(refs, res, k.n)
+        extra = (iov.arr,) if bufs is not None else ()
+        return self._go(tag, fn, ctypes.byref(t), 1, held, what, extra)
+
+    def _go(self, tag, fn, tref, nt, held, what, extra=()):
         with self._lock:
             if tag in self._held:
                 raise ValueError("hicache: %s: tag %d is in use by an op not yet reaped" % (what, tag))
@@ -94,7 +107,10 @@ class Completions:
         try:
             h = self._life.enter()
             try:
-                rc = self._store._call(fn, ctypes.byref(t), 1, ctypes.byref(op))
+                if extra:  # hc_store_*_bufs_start: one transfer, its buffers
+                    rc = self._store._call(fn, tref, extra[0], ctypes.byref(op))
+                else:
+                    rc = self._store._call(fn, tref, nt, ctypes.byref(op))
                 if rc < 0:
                     raise Error(int(rc), what, _lib_last_error())
                 rc = _C.hc_store_op_submit(h, op, tag)
@@ -116,6 +132,22 @@ class Completions:
     def get(self, tag, keys, pages, pool="kv", results=True):
         """Start reading keys[i] into pages[i] of pool. Outcome: leading hits."""
         self._start(tag, _C.hc_store_get_v2_start, pool, keys, pages, results, "get")
+
+    def set_bufs(self, tag, keys, bufs, pool="kv", results=False):
+        """Start storing caller buffers (bufs[i]: a writable or read-only
+        buffer, or an (address, length) pair) under keys[i] in a bounce
+        pool of one buffer per page (hc_store_set_bufs_start). The buffers
+        are held until the op is reaped; the caller keeps their memory."""
+        self._start(tag, _C.hc_store_set_bufs_start, pool, keys, None, results, "set_bufs", bufs)
+
+    def get_bufs(self, tag, keys, bufs, pool="kv", results=True):
+        """Start reading keys[i] into caller buffers (writable)."""
+        self._start(tag, _C.hc_store_get_bufs_start, pool, keys, None, results, "get_bufs", bufs)
+
+    def nop(self, tag):
+        """An op that only completes (a lookup of nothing): to report
+        something through the queue, in order with the rest."""
+        self._start(tag, _C.hc_store_lookup_start, None, None, None, False, "nop")
 
     def lookup(self, tag, keys, pool="kv"):
         """Start asking which keys' pages exist. Outcome: how many; results
@@ -177,6 +209,31 @@ class Completions:
             self.close()
         except Exception:
             pass
+
+
+class _Iovecs:
+    """struct iovec[n] over caller buffers, holding them. A buffer is an
+    (address, length) pair or any buffer-protocol object (its address
+    taken without a copy; writable ones for gets)."""
+
+    __slots__ = ("n", "arr", "refs")
+
+    def __init__(self, bufs, writable):
+        bufs = list(bufs)
+        self.n = len(bufs)
+        self.refs = []
+        flat = []
+        for i, b in enumerate(bufs):
+            if isinstance(b, tuple):
+                addr, ln = b
+                if isinstance(addr, bool) or not isinstance(addr, int) or not isinstance(ln, int):
+                    raise TypeError("hicache: buffer %d: (address, length) must be integers" % i)
+            else:
+                m = _Mem(b, "buffer %d" % i, writable=writable)
+                self.refs.append(m)
+                addr, ln = m.addr, m.len
+            flat += (addr, ln)
+        self.arr = (ctypes.c_size_t * max(2 * self.n, 2))(*flat)
 
 
 def _lib_last_error():

@@ -4,36 +4,34 @@ of LMCache's multi-process mode).
 Loaded with (docs/LMCACHE.md has the whole story):
     lmcache server ... --l2-adapter '{"type": "native_plugin",
       "module_path": "hicache.lmcache", "class_name": "HicacheConnector",
-      "adapter_params": {"root_dir": "/mnt/kv"}, "max_capacity_gb": 500}'
+      "adapter_params": {"root_dir": "/mnt/kv", "chunk_bytes": 2097152},
+      "max_capacity_gb": 500}'
 
 LMCache hands each call its keys (strings) and buffers (memoryviews carved
 out of its L1 arena, alignment not promised) and wants a future id back at
 once; completions are signalled on an eventfd and collected by
-drain_completions(), each once. Here:
+drain_completions(), each once. Here every call is one started hicache op
+on a completion queue, tagged with its future id, and the queue's own
+eventfd is the one LMCache polls: no thread of ours, no Python on the data
+path. The store moves each buffer through its bounce slots (it needs no
+alignment) and checks every byte; a shorter buffer (the last, partial
+chunk of a request) is stored zero padded to chunk_bytes. A call refused
+before it starts still completes through the queue (an op that only
+completes), so the order and the fd stay the queue's.
 
-- each buffer is copied into a staging page of our own (aligned, so the
-  store moves it zero-copy under O_DIRECT) by a copy thread, never on the
-  caller's thread, and stored as one object of chunk_bytes (a shorter
-  buffer, LMCache's last partial chunk, is padded: its key names its
-  length already); a get reads into staging pages and copies the hits out;
-- every call is one started hicache op on a completion queue; a reaper
-  thread collects finished ops, finishes them (copies, frees pages) and
-  hands them to drain_completions through the eventfd;
-- keys become object names by an injective escape (docs/LMCACHE.md);
-  the namespace keyword (dtype, revision, anything else LMCache's key
-  does not hold) goes into every name's suffix.
-Every method is thread-safe; failures are completions with ok False and an
-error string, never exceptions; bad construction keywords raise ValueError
-naming the key.
+Keys become object names by an injective escape (key_name); the namespace
+keyword (dtype, revision, anything LMCache's key does not hold) goes into
+every name's suffix. Every method is thread-safe; failures are completions
+with ok False and an error string, never exceptions; bad construction
+keywords raise ValueError naming the key.
 """
-import ctypes
+import errno
 import hashlib
 import logging
 import mmap
 import os
-import queue
-import select
 import threading
+import time
 
 import hicache
 from hicache._engine import RateLimitedLog
@@ -66,80 +64,30 @@ def key_name(key):
 
 
 class _Call:
-    __slots__ = ("fid", "op", "names", "views", "pages", "error", "keys")
+    __slots__ = ("op", "n", "error")
 
-    def __init__(self, fid, op, keys, names, views):
-        self.fid = fid
+    def __init__(self, op, n, error=None):
         self.op = op
-        self.keys = keys
-        self.names = names
-        self.views = views
-        self.pages = None
-        self.error = None
+        self.n = n
+        self.error = error
 
 
-class _Staging:
-    """Pages of chunk_bytes in one anonymous mapping, handed out and back
-    under a condition so the copy thread waits (never the caller) when
-    every page is on its way."""
-
-    def __init__(self, pages, chunk_bytes):
-        self.chunk = chunk_bytes
-        self.map = mmap.mmap(-1, pages * chunk_bytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        self.base = ctypes.addressof(ctypes.c_char.from_buffer(self.map))
-        self.free = list(range(pages - 1, -1, -1))
-        self.cond = threading.Condition()
-        self.closed = False
-
-    def take(self, n):
-        with self.cond:
-            while len(self.free) < n and not self.closed:
-                self.cond.wait()
-            if self.closed:
-                return None
-            got = self.free[-n:]
-            del self.free[-n:]
-            return got
-
-    def give(self, pages):
-        with self.cond:
-            self.free.extend(pages)
-            self.cond.notify_all()
-
-    def close(self):
-        with self.cond:
-            self.closed = True
-            self.cond.notify_all()
-
-
-def _address(view, writable):
-    """The address and length of a buffer (memoryview or any buffer)."""
-    mv = view if isinstance(view, memoryview) else memoryview(view)
-    if not mv.contiguous:
-        raise ValueError("a buffer is not contiguous")
-    if writable and mv.readonly:
-        raise ValueError("a get buffer is read-only")
-    mv = mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv
-    if not mv.nbytes:
-        return 0, 0
-    if mv.readonly:
-        import numpy as np
-
-        return int(np.frombuffer(mv, dtype=np.uint8).ctypes.data), mv.nbytes
-    return ctypes.addressof(ctypes.c_char.from_buffer(mv)), mv.nbytes
+def _positive_int(v, key):
+    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+        raise ValueError("hicache LMCache connector: %s must be a positive integer, not %r" % (key, v))
+    return v
 
 
 class HicacheConnector:
     """An LMCache native connector over a hicache store. Keywords (LMCache's
     adapter_params): root_dir (the file store's base directory, created if
     missing), backend ("file", "mem", "s3"), chunk_bytes (the largest
-    buffer; default: the first buffer seen), namespace (identity beyond
-    LMCache's key: KV dtype, model revision, ...), staging_mib (staging
-    memory, default 256), and any hicache configuration key
-    (docs/CONFIG.md)."""
+    buffer, a full chunk; default: the first buffer's size), namespace
+    (identity beyond LMCache's key: KV dtype, model revision, ...),
+    close_timeout_s, and any hicache configuration key (docs/CONFIG.md)."""
 
     def __init__(self, root_dir=None, backend="file", chunk_bytes=None, namespace=None,
-                 staging_mib=256, **config):
+                 close_timeout_s=60.0, **config):
         cfg = dict(config)
         if root_dir is not None:
             if "dirs" in cfg:
@@ -152,92 +100,124 @@ class HicacheConnector:
         if backend == "file" and "dirs" not in cfg:
             raise ValueError("hicache LMCache connector: root_dir (or dirs) is required for the "
                              "file backend")
-        if chunk_bytes is not None and (isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, int)
-                                        or chunk_bytes <= 0):
-            raise ValueError("hicache LMCache connector: chunk_bytes must be a positive integer, "
-                             "not %r" % (chunk_bytes,))
-        if isinstance(staging_mib, bool) or not isinstance(staging_mib, (int, float)) or staging_mib <= 0:
-            raise ValueError("hicache LMCache connector: staging_mib must be a positive number, not %r"
-                             % (staging_mib,))
+        if chunk_bytes is not None:
+            _positive_int(chunk_bytes, "chunk_bytes")
         if namespace is not None and not isinstance(namespace, str):
             raise ValueError("hicache LMCache connector: namespace must be a string, not %r"
                              % (namespace,))
+        if isinstance(close_timeout_s, bool) or not isinstance(close_timeout_s, (int, float)) \
+                or close_timeout_s < 0:
+            raise ValueError("hicache LMCache connector: close_timeout_s must be a number >= 0, "
+                             "not %r" % (close_timeout_s,))
+        self._close_timeout = close_timeout_s
         self._suffix = "_lmc_" + hashlib.sha256(
             ("lmcache/1/" + (namespace or "")).encode()).hexdigest()[:16]
         try:
             self._store = hicache.Store(cfg, backend=backend)
         except (hicache.Error, ValueError) as e:
             raise ValueError("hicache LMCache connector: bad configuration: %s" % e) from None
-        self._staging_bytes = int(staging_mib * (1 << 20))
-        self._lock = threading.Lock()  # fids, the geometry, the done list, the fd
+        self._lock = threading.Lock()  # fids, the geometry, the calls
         self._fid = 0
         self._chunk = None
-        self._staging = None
         self._pool = None
-        self._queue = None
-        self._calls = {}  # fid -> _Call with an op in flight
-        self._done = []  # (fid, ok, error, result) for drain_completions
-        self._efd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-        self._signalled = False
-        self._work = queue.SimpleQueue()
+        self._pool_mem = None
+        self._calls = {}  # fid -> _Call, until drained
+        self._late = []  # completions reaped by close(), for a last drain
         self._bad = RateLimitedLog(log=logger)
         self._closed = False
-        self._stop_r, self._stop_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-        self._reaper = None  # started with the queue
-        if chunk_bytes is not None:
-            self._setup(chunk_bytes)
-        self._copier = threading.Thread(target=self._copy_main, name="hicache-lmc-copy", daemon=True)
-        self._copier.start()
-
-    # ---- geometry, made once ----
+        try:
+            self._queue = hicache.Completions(self._store)
+            self._efd = self._queue.fileno()
+            if chunk_bytes is not None:
+                self._setup(chunk_bytes)
+        except BaseException:
+            self._store.close()
+            raise
 
     def _setup(self, chunk_bytes):
-        """The staging pool of chunk_bytes pages, registered as the anchor,
-        and the completion queue with its reaper. Under self._lock or
-        before any thread runs."""
-        pages = max(8, self._staging_bytes // chunk_bytes)
-        st = _Staging(pages, chunk_bytes)
+        """The pool whose bounce slots carry every buffer: one page of
+        chunk_bytes (the page itself is never used), bounce mode, the
+        anchor. Once; under self._lock or in the constructor."""
+        mem = mmap.mmap(-1, chunk_bytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
         pool = hicache.Pool.wrap_segments(
-            [{"buffer": st.map, "page_stride": chunk_bytes, "seg_len": chunk_bytes}],
-            pages=pages, page_tokens=1)
+            [{"buffer": mem, "page_stride": chunk_bytes, "seg_len": chunk_bytes}],
+            pages=1, page_tokens=1)
         try:
-            self._store.register("kv", pool, anchor=True, suffix=self._suffix)
-            self._queue = hicache.Completions(self._store)
+            self._store.register("kv", pool, anchor=True, suffix=self._suffix, force_bounce=True)
         except BaseException:
             pool.close()
             raise
-        self._chunk, self._staging, self._pool = chunk_bytes, st, pool
-        self._reaper = threading.Thread(target=self._reap_main, name="hicache-lmc-reap", daemon=True)
-        self._reaper.start()
+        self._chunk, self._pool, self._pool_mem = chunk_bytes, pool, mem
 
     # ---- the contract ----
 
     def event_fd(self):
+        """Readable while completions wait; drain_completions clears it."""
         return self._efd
 
     def _submit(self, op, keys, views):
         with self._lock:
             self._fid += 1
             fid = self._fid
+        n = 0
         try:
+            if isinstance(keys, (str, bytes)) or keys is None:
+                raise TypeError("keys must be a list of str, not %s" % type(keys).__name__)
+            keys = list(keys)
+            n = len(keys)
             if self._closed:
                 raise RuntimeError("the connector is closed")
-            if isinstance(keys, (str, bytes)) or keys is None:
-                raise TypeError("keys must be a list of str")
-            keys = list(keys)
             names = [key_name(k) for k in keys]
             if views is not None:
                 views = list(views)
-                if len(views) != len(keys):
-                    raise ValueError("%d keys but %d buffers" % (len(keys), len(views)))
-            call = _Call(fid, op, keys, names, views)
+                if len(views) != n:
+                    raise ValueError("%d keys but %d buffers" % (n, len(views)))
+                sizes = [memoryview(v).nbytes for v in views]
+                if self._chunk is None and n:
+                    with self._lock:
+                        if self._chunk is None:
+                            self._setup(max(sizes))
+                big = [i for i, s in enumerate(sizes) if self._chunk is not None and s > self._chunk]
+                if big:
+                    raise ValueError("buffer %d holds %d bytes, more than chunk_bytes %d (set "
+                                     "chunk_bytes in adapter_params)" % (big[0], sizes[big[0]], self._chunk))
+            with self._lock:
+                self._calls[fid] = _Call(op, n)
+            try:
+                if not n:
+                    self._queue.nop(fid)
+                elif self._chunk is None:  # no geometry yet: nothing stored through us
+                    self._calls[fid].error = "" if op != _GET else "not found"
+                    self._queue.nop(fid)
+                elif op == _SET:
+                    self._queue.set_bufs(fid, names, views)
+                elif op == _GET:
+                    self._queue.get_bufs(fid, names, views)
+                elif op == _EXISTS:
+                    self._queue.lookup(fid, names)
+                else:
+                    self._queue.delete(fid, names)
+            except BaseException:
+                with self._lock:
+                    self._calls.pop(fid, None)
+                raise
         except Exception as e:
             self._bad("submit_batch_" + op, e)
-            self._complete(fid, False, "%s: %s" % (type(e).__name__, e),
-                           [False] * _count(keys) if op in (_GET, _EXISTS) else None)
-            return fid
-        self._work.put(call)
+            self._refused(fid, op, n, "%s: %s" % (type(e).__name__, e))
         return fid
+
+    def _refused(self, fid, op, n, error):
+        """A call that failed before its op: it completes through the queue
+        all the same (an op that only completes), else straight to the
+        next drain."""
+        with self._lock:
+            self._calls[fid] = _Call(op, n, error)
+        try:
+            self._queue.nop(fid)
+        except Exception:
+            with self._lock:
+                self._calls.pop(fid, None)
+                self._late.append(_failed(fid, op, n, error))
 
     def submit_batch_get(self, keys, memoryviews):
         return self._submit(_GET, keys, memoryviews)
@@ -252,184 +232,57 @@ class HicacheConnector:
         return self._submit(_DELETE, keys, None)
 
     def drain_completions(self):
-        """Every completion since the last call, each once; clears the fd."""
+        """Every completion since the last call, each once; afterwards the
+        fd is not readable until the next one."""
+        out = []
         with self._lock:
-            out, self._done = self._done, []
-            if self._signalled and self._efd >= 0:
-                try:
-                    os.eventfd_read(self._efd)
-                except BlockingIOError:
-                    pass
-                self._signalled = False
-        return out
-
-    def _complete(self, fid, ok, error, result):
-        with self._lock:
-            self._done.append((fid, bool(ok), error or "", result))
-            if not self._signalled and self._efd >= 0:
-                os.eventfd_write(self._efd, 1)
-                self._signalled = True
-
-    # ---- the copy thread: buffers into staging pages, ops started ----
-
-    def _copy_main(self):
-        while True:
-            call = self._work.get()
-            if call is None:
-                return
-            try:
-                self._begin(call)
-            except Exception as e:
-                self._fail(call, e)
-
-    def _fail(self, call, e):
-        if call.pages and self._staging is not None:
-            self._staging.give(call.pages)
-            call.pages = None
-        self._bad(call.op, e)
-        n = len(call.keys)
-        self._complete(call.fid, False, "%s: %s" % (type(e).__name__, e),
-                       [False] * n if call.op in (_GET, _EXISTS) else None)
-
-    def _begin(self, call):
-        if self._closed:
-            raise RuntimeError("the connector is closed")
-        addrs = None
-        if call.views is not None:
-            addrs = [_address(v, call.op == _GET) for v in call.views]
-            if self._chunk is None:
-                with self._lock:
-                    if self._chunk is None:
-                        self._setup(max(n for _, n in addrs) if addrs else 4096)
-            big = [i for i, (_, n) in enumerate(addrs) if n > self._chunk]
-            if big:
-                raise ValueError("buffer %d holds %d bytes, more than chunk_bytes %d (set chunk_bytes "
-                                 "in adapter_params)" % (big[0], addrs[big[0]][1], self._chunk))
-        if self._queue is None:
-            # Nothing stored through this connector's geometry yet.
-            n = len(call.keys)
-            self._complete(call.fid, call.op != _GET or not n, "" if call.op != _GET else "not found",
-                           [False] * n if call.op in (_GET, _EXISTS) else None)
-            return
-        if not call.keys:
-            self._complete(call.fid, True, "", [] if call.op in (_GET, _EXISTS) else None)
-            return
-        with self._lock:
-            self._calls[call.fid] = call
+            late, self._late = self._late, []
+        out += late
         try:
-            if call.op == _EXISTS:
-                self._queue.lookup(call.fid, call.names)
-                return
-            if call.op == _DELETE:
-                self._queue.delete(call.fid, call.names)
-                return
-            call.pages = self._staging.take(len(call.keys))
-            if call.pages is None:
-                raise RuntimeError("the connector is closed")
-            chunk, base = self._chunk, self._staging.base
-            if call.op == _SET:
-                for page, (addr, n) in zip(call.pages, addrs):
-                    dst = base + page * chunk
-                    ctypes.memmove(dst, addr, n)  # releases the GIL
-                    if n < chunk:
-                        ctypes.memset(dst + n, 0, chunk - n)
-                self._queue.set(call.fid, call.names, call.pages)
-            else:
-                call.views = addrs
-                self._queue.get(call.fid, call.names, call.pages, results=True)
-        except BaseException:
+            got = self._queue.reap()
+        except hicache.Error:
+            got = []  # closed: what close() reaped is in late
+        for fid, outcome, results in got:
             with self._lock:
-                self._calls.pop(call.fid, None)
-            raise
-
-    # ---- the reaper: finished ops finished here ----
-
-    def _reap_main(self):
-        fd = self._queue.fileno()
-        p = select.poll()
-        p.register(fd, select.POLLIN)
-        p.register(self._stop_r, select.POLLIN)
-        stopping = False
-        while True:
-            try:
-                # Once told to stop, the pipe stays readable: wait on the
-                # queue alone, briefly, until the last op is in.
-                p.poll(10 if stopping else None)
-                got = self._queue.reap()
-                for fid, outcome, results in got:
-                    self._finish(fid, outcome, results)
-                stopping = self._closed
-                if stopping and not got and not self._queue.pending:
-                    return
-            except hicache.Error:
-                return  # the queue was closed
-            except Exception as e:
-                self._bad("reap", e)
-            if stopping:
-                p.unregister(self._stop_r)
-
-    def _finish(self, fid, outcome, results):
-        with self._lock:
-            call = self._calls.pop(fid, None)
-        if call is None:
-            return
-        try:
-            n = len(call.keys)
-            if call.op == _SET:
-                ok = outcome == 0
-                self._complete(fid, ok, "" if ok else "set: %s" % _errtext(outcome), None)
-            elif call.op == _GET:
-                hits = [r == 0 for r in (results or [-1] * n)]
-                chunk, base = self._chunk, self._staging.base
-                for hit, page, (addr, nbytes) in zip(hits, call.pages, call.views):
-                    if hit:
-                        ctypes.memmove(addr, base + page * chunk, nbytes)
-                ok = all(hits)
-                self._complete(fid, ok, "" if ok else "get: %d of %d keys missing or unreadable"
-                               % (n - sum(hits), n), hits)
-            elif call.op == _EXISTS:
-                self._complete(fid, outcome >= 0, "" if outcome >= 0 else _errtext(outcome),
-                               [r == 0 for r in (results or [-1] * n)])
-            else:
-                ok = outcome >= 0 and all(r in (0, -2) for r in results or ())
-                self._complete(fid, ok, "" if ok else "delete: %s" % _errtext(outcome), None)
-        finally:
-            if call.pages:
-                self._staging.give(call.pages)
-                call.pages = None
+                call = self._calls.pop(fid, None)
+            if call is not None:
+                out.append(_completion(fid, call, outcome, results))
+        return out
 
     # ---- teardown ----
 
     def close(self):
-        """Finish the calls accepted so far (copies included), then close the
-        store. No buffer LMCache handed in is touched after this returns."""
+        """Let the calls accepted so far finish (up to close_timeout_s, then
+        cancel the rest), then close the store. LMCache's buffers are not
+        touched after this returns; completions not yet drained are given
+        by a later drain_completions()."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-        self._work.put(None)
-        self._copier.join()
-        if self._queue is not None:
-            # In flight: let them finish (the reaper exits once none is left).
-            os.write(self._stop_w, b"x")
-            self._reaper.join()
-            self._queue.close()
+        deadline = time.monotonic() + self._close_timeout
+        done = []
+        try:
+            while self._queue.pending and time.monotonic() < deadline:
+                got = self._queue.reap()
+                done += got
+                if not got:
+                    time.sleep(0.002)
+            done += self._queue.reap()
+        except hicache.Error:
+            pass
+        self._queue.close()  # cancels what is left and waits for it
         with self._lock:
-            left = list(self._calls.values())
+            for fid, outcome, results in done:
+                call = self._calls.pop(fid, None)
+                if call is not None:
+                    self._late.append(_completion(fid, call, outcome, results))
+            for fid, call in self._calls.items():
+                self._late.append(_failed(fid, call.op, call.n, "closed before it finished"))
             self._calls.clear()
-        for call in left:
-            self._complete(call.fid, False, "closed before it finished",
-                           [False] * len(call.keys) if call.op in (_GET, _EXISTS) else None)
-        if self._staging is not None:
-            self._staging.close()
         self._store.close()
         if self._pool is not None:
             self._pool.close()
-        os.close(self._stop_r)
-        os.close(self._stop_w)
-        with self._lock:
-            efd, self._efd = self._efd, -1
-        os.close(efd)
 
     def __del__(self):
         try:
@@ -438,11 +291,35 @@ class HicacheConnector:
             pass
 
 
-def _count(keys):
-    try:
-        return len(keys)
-    except Exception:
-        return 0
+def _failed(fid, op, n, error):
+    return (fid, False, error, [False] * n if op in (_GET, _EXISTS) else None)
+
+
+def _completion(fid, call, outcome, results):
+    """(future id, ok, error, per-key list or None) from an op's outcome."""
+    n = call.n
+    if call.error is not None:
+        if call.error == "" and call.op != _GET:  # nothing known yet: all absent
+            return (fid, True, "", [False] * n if call.op == _EXISTS else None)
+        return _failed(fid, call.op, n, call.error)
+    if not n:
+        return (fid, True, "", [] if call.op in (_GET, _EXISTS) else None)
+    if outcome == -errno.ECANCELED:
+        return _failed(fid, call.op, n, "closed before it began")
+    if call.op == _SET:
+        ok = outcome == 0
+        return (fid, ok, "" if ok else "set: %s" % _errtext(outcome), None)
+    if call.op == _GET:
+        hits = [r == 0 for r in (results or [-1] * n)]
+        ok = all(hits)
+        return (fid, ok, "" if ok else "get: %d of %d keys missing or unreadable" % (n - sum(hits), n),
+                hits)
+    if call.op == _EXISTS:
+        if outcome < 0:
+            return _failed(fid, call.op, n, "exists: %s" % _errtext(outcome))
+        return (fid, True, "", [r == 0 for r in results])
+    ok = outcome >= 0 and all(r in (0, -errno.ENOENT) for r in results or ())
+    return (fid, ok, "" if ok else "delete: %s" % _errtext(outcome), None)
 
 
 def _errtext(rc):

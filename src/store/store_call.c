@@ -110,14 +110,42 @@ static int transfers_check(const struct hc_pool_transfer *t, size_t nt, bool mov
 	return 0;
 }
 
+/* Caller buffers (bufs, one per page of the one transfer t[0]) stand in
+ * for the pages of a bounce pool whose page is one object: the object is
+ * built in, and read into, the pool's bounce slot, so a buffer needs no
+ * alignment and may be shorter than the page. */
+static int bufs_check(struct store_ctx *const *ctxs, const struct hc_pool_transfer *t, size_t nt,
+		      const struct iovec *bufs, const char *what)
+{
+	if (!bufs)
+		return 0;
+	if (nt != 1)
+		return util_fail(-EINVAL, "%s: one transfer with buffers, not %zu", what, nt);
+	const struct store_ctx *c = ctxs[0];
+	if (c->marker || c->zero_copy || !c->split || c->nobj != 1)
+		return util_fail(-EINVAL,
+				 "%s: pool '%s' cannot take caller buffers: it must hold one "
+				 "buffer per page (a segments or indexer pool) and be registered "
+				 "in bounce mode (force_bounce)",
+				 what, c->name);
+	for (size_t i = 0; i < t->n; i++)
+		if (!bufs[i].iov_base || !bufs[i].iov_len || bufs[i].iov_len > c->obj[0].payload)
+			return util_fail(-EINVAL,
+					 "%s: buffer %zu (%zu bytes at %p) must be non-empty and "
+					 "at most the page's %llu bytes",
+					 what, i, bufs[i].iov_len, bufs[i].iov_base,
+					 (unsigned long long)c->obj[0].payload);
+	return 0;
+}
+
 /* Plan transfers t[0..nt) into a new op (a started one, or run_now's),
  * holding its pools (v1: the anchor) until it is over. Transfers without
  * results get ours: the outcome needs every page's. */
 int store_op_plan(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, enum transfer_op dir,
-		  bool v1, struct hc_store_op **out, const char *what)
+		  bool v1, const struct iovec *bufs, struct hc_store_op **out, const char *what)
 {
 	*out = NULL;
-	int rc = transfers_check(t, nt, dir == OP_SET || dir == OP_GET);
+	int rc = transfers_check(t, nt, (dir == OP_SET || dir == OP_GET) && !bufs);
 	if (rc)
 		return rc;
 	size_t extra = 0;
@@ -156,8 +184,11 @@ int store_op_plan(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, en
 			       "hc_store_get_v2",
 			       what, ctxs[0]->name);
 	if (!rc)
-		rc = store_plan(c, nt, ctxs, v1, &o->e, &o->ne, &o->hexkeys, what);
-	if (!rc && dir == OP_GET)
+		rc = bufs_check(ctxs, c, nt, bufs, what);
+	if (!rc)
+		rc = store_plan(c, nt, ctxs, v1, bufs, &o->e, &o->ne, &o->hexkeys, what);
+	/* Caller buffers are the caller's to keep apart (they are not pages). */
+	if (!rc && dir == OP_GET && !bufs)
 		rc = store_plan_check_dests(c, nt, v1, o->e, o->ne, what);
 	free(c);
 	free(ctxs);
@@ -196,7 +227,7 @@ static int64_t run_now(struct hc_store *st, struct hc_pool_transfer *t, size_t n
 		       enum transfer_op dir, bool v1, const char *what)
 {
 	struct hc_store_op *o;
-	int rc = store_op_plan(st, t, nt, dir, v1, &o, what);
+	int rc = store_op_plan(st, t, nt, dir, v1, NULL, &o, what);
 	if (rc)
 		return rc;
 	struct stream s = {.st = st, .dir = dir, .cur = o};
@@ -237,10 +268,11 @@ static int op_queue(struct hc_store *st, struct hc_store_op *o, const char *what
 }
 
 static int op_start(struct hc_store *st, struct hc_pool_transfer *t, size_t nt,
-		    enum transfer_op dir, bool v1, struct hc_store_op **out, const char *what)
+		    enum transfer_op dir, bool v1, const struct iovec *bufs,
+		    struct hc_store_op **out, const char *what)
 {
 	struct hc_store_op *o;
-	int rc = store_op_plan(st, t, nt, dir, v1, &o, what);
+	int rc = store_op_plan(st, t, nt, dir, v1, bufs, &o, what);
 	if (!rc && (rc = op_queue(st, o, what)))
 		store_op_free(o);
 	*out = rc ? NULL : o;
@@ -258,7 +290,7 @@ static int op_start_v1(struct hc_store *st, const struct hc_key *keys, size_t n,
 	if (rc)
 		return rc;
 	struct hc_pool_transfer t = v1_transfer(keys, NULL, n, pages, results);
-	return op_start(st, &t, 1, dir, true, out, what);
+	return op_start(st, &t, 1, dir, true, NULL, out, what);
 }
 
 static int op_start_v2(struct hc_store *st, struct hc_pool_transfer *t, size_t nt,
@@ -269,7 +301,7 @@ static int op_start_v2(struct hc_store *st, struct hc_pool_transfer *t, size_t n
 	*out = NULL;
 	if (!st || (nt && !t))
 		return util_fail(-EINVAL, "%s: NULL argument", what);
-	return op_start(st, t, nt, dir, false, out, what);
+	return op_start(st, t, nt, dir, false, NULL, out, what);
 }
 
 int hc_store_set_start(struct hc_store *st, const struct hc_key *keys, size_t n,
@@ -294,6 +326,29 @@ int hc_store_get_v2_start(struct hc_store *st, struct hc_pool_transfer *t, size_
 			  struct hc_store_op **op)
 {
 	return op_start_v2(st, t, nt, OP_GET, op, "hc_store_get_v2_start");
+}
+
+static int op_start_bufs(struct hc_store *st, struct hc_pool_transfer *t, const struct iovec *bufs,
+			 enum transfer_op dir, struct hc_store_op **out, const char *what)
+{
+	if (!out)
+		return util_fail(-EINVAL, "%s: op is NULL", what);
+	*out = NULL;
+	if (!st || !t || (t->n && !bufs))
+		return util_fail(-EINVAL, "%s: NULL argument", what);
+	return op_start(st, t, 1, dir, false, bufs, out, what);
+}
+
+int hc_store_set_bufs_start(struct hc_store *st, struct hc_pool_transfer *t,
+			    const struct iovec *bufs, struct hc_store_op **op)
+{
+	return op_start_bufs(st, t, bufs, OP_SET, op, "hc_store_set_bufs_start");
+}
+
+int hc_store_get_bufs_start(struct hc_store *st, struct hc_pool_transfer *t,
+			    const struct iovec *bufs, struct hc_store_op **op)
+{
+	return op_start_bufs(st, t, bufs, OP_GET, op, "hc_store_get_bufs_start");
 }
 
 int64_t hc_store_op_wait(struct hc_store_op *o)

@@ -71,7 +71,7 @@ static void cq_finish(struct hc_store_cq *q, struct hc_store_op *o)
 		 * keeps at 0 or 1. */
 		if (write(q->efd, &one, sizeof(one)) != (ssize_t)sizeof(one))
 			util_log(HC_LOG_ERROR, "store: completion queue eventfd: %s",
-			       strerror(errno));
+				 strerror(errno));
 	}
 }
 
@@ -182,7 +182,7 @@ size_t hc_store_cq_reap(struct hc_store_cq *q, struct hc_store_cqe *out, size_t 
 		/* EAGAIN only if nothing was written, which n > 0 rules out. */
 		if (read(q->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 			util_log(HC_LOG_ERROR, "store: completion queue eventfd: %s",
-			       strerror(errno));
+				 strerror(errno));
 	}
 	pthread_mutex_unlock(&st->async_lock);
 	/* Done ops no longer touch the store: outcome and free without the lock. */

@@ -195,6 +195,12 @@ struct entry {
 	const char *name;
 	uint64_t page;
 	int *result;
+	/* A caller's buffer in place of the pool page (hc_store_*_bufs_start):
+	 * the page's one object is built from it and read into it, through
+	 * the pool's bounce slot; buf_len may be below the object's payload
+	 * (set: zero padded; get: the first buf_len bytes). NULL: the page. */
+	void *buf;
+	size_t buf_len;
 };
 
 enum transfer_op { OP_SET, OP_GET, OP_LOOKUP, OP_DELETE };
@@ -294,7 +300,8 @@ void store_get_arrived(void *arg);
 /* Flatten transfers t[0..nt) into entries, checking every page and name
  * first; 0 or -errno (named). */
 int store_plan(struct hc_pool_transfer *t, size_t nt, struct store_ctx *const *ctxs, bool v1,
-	       struct entry **out, size_t *nout, struct hc_key **hexkeys, const char *what);
+	       const struct iovec *bufs, struct entry **out, size_t *nout, struct hc_key **hexkeys,
+	       const char *what);
 /* A get's entries e[0..n) (planned from t[0..nt)) must name each
  * destination page once; 0 or -EINVAL naming the page (nothing read). */
 int store_plan_check_dests(const struct hc_pool_transfer *t, size_t nt, bool v1,
@@ -317,7 +324,7 @@ size_t store_drop_skipped_writes(struct entry *e, size_t n);
  * over); 0 or a whole-call error (named). Lookups and deletes may have
  * NULL pages. */
 int store_op_plan(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, enum transfer_op dir,
-		  bool v1, struct hc_store_op **out, const char *what);
+		  bool v1, const struct iovec *bufs, struct hc_store_op **out, const char *what);
 void store_op_free(struct hc_store_op *o);
 /* What a finished op returns (as its synchronous call would). */
 int64_t store_op_outcome(const struct hc_store_op *o);

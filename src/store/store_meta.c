@@ -188,7 +188,7 @@ static int64_t meta_now(struct hc_store *st, struct hc_pool_transfer *t, size_t 
 	int rc = meta_check(st, t, nt, what);
 	struct hc_store_op *o = NULL;
 	if (!rc)
-		rc = store_op_plan(st, t, nt, dir, false, &o, what);
+		rc = store_op_plan(st, t, nt, dir, false, NULL, &o, what);
 	if (rc)
 		return rc;
 	store_meta_run(st, o);
@@ -206,7 +206,7 @@ static int meta_start(struct hc_store *st, struct hc_pool_transfer *t, size_t nt
 	int rc = meta_check(st, t, nt, what);
 	struct hc_store_op *o = NULL;
 	if (!rc)
-		rc = store_op_plan(st, t, nt, dir, false, &o, what);
+		rc = store_op_plan(st, t, nt, dir, false, NULL, &o, what);
 	if (!rc && (rc = store_meta_queue(st, o, what)))
 		store_op_free(o);
 	if (!rc)

@@ -56,6 +56,10 @@ uint8_t *store_entry_page(const struct entry *e, struct work *w, size_t *slot_of
 	const struct store_ctx *c = e->ctx;
 	if (c->split)
 		hc_pool_page_segments(c->pool, e->page, segs, STORE_MAX_OBJS);
+	if (e->buf) { /* a caller's buffer in place of the page's one segment */
+		segs[0].addr = e->buf;
+		segs[0].len = e->buf_len;
+	}
 	/* A zero-copy chunk may have no bounce buffer: no NULL + offset. */
 	uint8_t *slot = w->bounce ? w->bounce + *slot_off : NULL;
 	*slot_off += c->slot_bytes;
@@ -90,9 +94,20 @@ void store_build_image(const struct obj_job *j)
 		trailer_for(c, j->o, util_checksum(j->seg.addr, j->seg.len), &t);
 	} else if (c->split) {
 		/* The segment into its slice of the slot: the object a zero-copy
-		 * pool writes from the pool, byte for byte. */
-		trailer_for(c, j->o, copy_summed(j->slot, j->seg.addr, j->seg.len), &t);
-		memset(j->slot + j->seg.len, 0, j->obj->len - FORMAT_BLOCK - j->seg.len);
+		 * pool writes from the pool, byte for byte. A caller's buffer
+		 * may be shorter than the segment: zero padded to it, and the
+		 * checksum covers the whole payload, as a reader checks it. */
+		uint64_t pay = c->obj[j->o].payload;
+		uint64_t sum;
+		if (j->seg.len < pay) {
+			memcpy(j->slot, j->seg.addr, j->seg.len);
+			memset(j->slot + j->seg.len, 0, pay - j->seg.len);
+			sum = util_checksum(j->slot, pay);
+		} else {
+			sum = copy_summed(j->slot, j->seg.addr, j->seg.len);
+		}
+		trailer_for(c, j->o, sum, &t);
+		memset(j->slot + pay, 0, j->obj->len - FORMAT_BLOCK - pay);
 	} else {
 		uint64_t sum;
 		if (c->page_bytes >= BOUNCE_SUMMED_MIN_BYTES) {
@@ -203,6 +218,14 @@ static int get_segment_bounced(struct obj_job *j)
 	int rc = verify_trailer(c, j->o, j->block, &got, &j->damaged);
 	if (rc)
 		return rc;
+	uint64_t pay = c->obj[j->o].payload;
+	if (j->seg.len < pay) { /* a caller's shorter buffer: the page is checked whole */
+		if (j->st->verify &&
+		    (rc = verify_sum(util_checksum(j->slot, pay), &got, &j->damaged)))
+			return rc;
+		memcpy(j->seg.addr, j->slot, j->seg.len);
+		return 0;
+	}
 	if (j->st->verify && j->seg.len >= BOUNCE_SUMMED_MIN_BYTES)
 		return verify_sum(copy_summed(j->seg.addr, j->slot, j->seg.len), &got, &j->damaged);
 	if (j->st->verify &&

@@ -39,7 +39,8 @@
  * name of a key's 64 hex digits becomes that key (in *hexkeys), so a page
  * has one identity however it is named. v1: names are the anchor's. */
 int store_plan(struct hc_pool_transfer *t, size_t nt, struct store_ctx *const *ctxs, bool v1,
-	       struct entry **out, size_t *nout, struct hc_key **hexkeys, const char *what)
+	       const struct iovec *bufs, struct entry **out, size_t *nout, struct hc_key **hexkeys,
+	       const char *what)
 {
 	size_t total = 0, nhex = 0;
 	for (size_t i = 0; i < nt; i++) {
@@ -79,8 +80,15 @@ int store_plan(struct hc_pool_transfer *t, size_t nt, struct store_ctx *const *c
 				key = &hk[h++];
 				name = NULL;
 			}
-			e[k] = (struct entry){ctxs[i], key, name, t[i].pages ? t[i].pages[j] : 0,
-					      t[i].results ? &t[i].results[j] : NULL};
+			e[k] = (struct entry){.ctx = ctxs[i],
+					      .key = key,
+					      .name = name,
+					      .page = t[i].pages ? t[i].pages[j] : 0,
+					      .result = t[i].results ? &t[i].results[j] : NULL};
+			if (bufs) { /* one transfer (store_op_plan) */
+				e[k].buf = bufs[j].iov_base;
+				e[k].buf_len = bufs[j].iov_len;
+			}
 			if (e[k].result)
 				*e[k].result = -ENOENT;
 		}

@@ -420,7 +420,7 @@ def lmcache_partial_and_restart(d):
 @case
 def lmcache_threads(d):
     """Four threads submitting at once: every future once, every byte back."""
-    conn, drv = _lm(d, chunk_bytes=CHUNK, staging_mib=2)  # few staging pages: copies wait
+    conn, drv = _lm(d, chunk_bytes=CHUNK)
     per = 16
     arena = lm.Arena(8 * per * CHUNK, CHUNK, offset_bytes=256)
     errors = []

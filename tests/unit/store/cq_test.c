@@ -21,6 +21,10 @@
  *              not followed, the file it points at stays.
  * threads      4 submitting threads and one reaping thread that waits on
  *              the fd: every tag once.
+ * bufs         a segments pool in bounce mode moves pages from and into a
+ *              caller's unaligned buffers, shorter ones zero padded (and
+ *              read back as the pool's pages, same objects); refused for a
+ *              zero-copy pool, an empty buffer, one over the page.
  * bad_calls    NULLs, another store's op.
  * File backend (zero-copy and bounce) and mem.
  */
@@ -595,6 +599,108 @@ static void test_threads(void **state)
 	assert_int_equal(hc_store_cq_pending(f.cq), 0);
 	assert_false(fd_readable(hc_store_cq_fd(f.cq), 0));
 	fx_close(&f);
+}
+
+/* ---- caller buffers ---- */
+
+#define BUF_PAGE 8192
+#define BUF_PAGES 8
+
+static struct hc_pool *seg_pool(uint8_t **mem)
+{
+	*mem = aligned_alloc(4096, BUF_PAGES * BUF_PAGE);
+	assert_non_null(*mem);
+	memset(*mem, 0, BUF_PAGES * BUF_PAGE);
+	struct hc_segment_buffer b = {.base = *mem,
+				      .len = BUF_PAGES * BUF_PAGE,
+				      .page_stride = BUF_PAGE,
+				      .seg_len = BUF_PAGE,
+				      .component = HC_COMP_PLAIN};
+	struct hc_pool *p = NULL;
+	assert_int_equal(hc_pool_wrap_segments(&b, 1, BUF_PAGES, 16, &p), 0);
+	return p;
+}
+
+static int bufs_op(struct hc_store *st, bool set, const char *const *names, size_t n,
+		   const struct iovec *bufs, int *res)
+{
+	struct hc_pool_transfer t = {.pool = "kv", .names = names, .n = n, .results = res};
+	struct hc_store_op *op = NULL;
+	int rc = set ? hc_store_set_bufs_start(st, &t, bufs, &op)
+		     : hc_store_get_bufs_start(st, &t, bufs, &op);
+	if (rc)
+		return rc;
+	return (int)hc_store_op_wait(op);
+}
+
+static void test_bufs(void **state)
+{
+	(void)state;
+	char dir[PATH_MAX];
+	st_mkdtemp(dir);
+	struct hc_store *st = st_open_file(dir, true, false, NULL);
+	uint8_t *mem;
+	struct hc_pool *pool = seg_pool(&mem);
+	struct hc_pool_reg reg;
+	hc_pool_reg_init(&reg, sizeof(reg));
+	reg.anchor = true;
+	reg.force_bounce = true;
+	assert_int_equal(hc_store_register_pool_ex(st, "kv", pool, &reg), 0);
+	/* Unaligned sources, one full page and two shorter. */
+	uint8_t *src = malloc(3 * BUF_PAGE + 8), *dst = malloc(3 * BUF_PAGE + 8);
+	assert_non_null(src);
+	assert_non_null(dst);
+	for (size_t i = 0; i < 3 * BUF_PAGE + 8; i++)
+		src[i] = (uint8_t)(i * 7 + 3);
+	size_t lens[3] = {BUF_PAGE, 5000, 1};
+	struct iovec in[3], out[3];
+	for (int i = 0; i < 3; i++) {
+		in[i] = (struct iovec){src + 1 + i * BUF_PAGE, lens[i]};
+		out[i] = (struct iovec){dst + 3 + i * BUF_PAGE, lens[i]};
+	}
+	const char *names[3] = {"full", "short", "byte"};
+	int res[3];
+	assert_int_equal(bufs_op(st, true, names, 3, in, res), 0);
+	memset(dst, 0xEE, 3 * BUF_PAGE + 8);
+	assert_int_equal(bufs_op(st, false, names, 3, out, res), 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(res[i], 0);
+		assert_memory_equal(out[i].iov_base, in[i].iov_base, lens[i]);
+	}
+	assert_int_equal(dst[3 + BUF_PAGE + 5000], 0xEE); /* nothing past a short buffer */
+	/* The same objects as the pool's own pages: zero padded. */
+	uint64_t pages[3] = {0, 1, 2};
+	assert_int_equal(hc_store_get_named(st, names, 3, pages, res), 3);
+	assert_memory_equal(mem + BUF_PAGE, in[1].iov_base, 5000);
+	for (size_t i = 5000; i < BUF_PAGE; i++)
+		assert_int_equal(mem[BUF_PAGE + i], 0);
+	/* A full page read into a shorter buffer: its first bytes. */
+	struct iovec part = {dst, 100};
+	assert_int_equal(bufs_op(st, false, names, 1, &part, res), 1);
+	assert_memory_equal(dst, in[0].iov_base, 100);
+	/* A miss and a damaged object are not hits. */
+	const char *absent[1] = {"absent"};
+	assert_int_equal(bufs_op(st, false, absent, 1, out, res), 0);
+	assert_int_equal(res[0], -ENOENT);
+	/* Refused: an empty buffer, one over the page, no buffers. */
+	struct iovec bad[2] = {{src, 0}, {src, BUF_PAGE + 1}};
+	assert_int_equal(bufs_op(st, true, names, 1, &bad[0], res), -EINVAL);
+	assert_int_equal(bufs_op(st, true, names, 1, &bad[1], res), -EINVAL);
+	assert_int_equal(bufs_op(st, true, names, 1, NULL, res), -EINVAL);
+	hc_store_close(st);
+	/* A zero-copy pool cannot take them. */
+	st = st_open_file(dir, true, false, NULL);
+	assert_int_equal(hc_store_register_pool(st, "kv", pool, true), 0);
+	struct hc_store_pool_info info;
+	assert_int_equal(hc_store_pool_info(st, "kv", &info), 0);
+	if (info.zero_copy)
+		assert_int_equal(bufs_op(st, true, names, 1, in, res), -EINVAL);
+	hc_store_close(st);
+	hc_pool_destroy(pool);
+	free(mem);
+	free(src);
+	free(dst);
+	st_rmrf(dir);
 }
 
 /* ---- bad calls ---- */
