@@ -30,6 +30,7 @@ import hashlib
 import logging
 import mmap
 import os
+import re
 import threading
 import time
 
@@ -39,6 +40,7 @@ from hicache._engine import RateLimitedLog
 logger = logging.getLogger("hicache.lmcache")
 
 NAME_MAX = 128  # HC_STORE_NAME_MAX
+_ESCAPED = re.compile(r"[%/\x00-\x1f\x7f]")
 _GET, _SET, _EXISTS, _DELETE = "get", "set", "exists", "delete"
 
 
@@ -50,6 +52,8 @@ def key_name(key):
         raise TypeError("key must be a str, not %s" % type(key).__name__)
     if not key:
         raise ValueError("key is empty")
+    if len(key) <= NAME_MAX and key.isascii() and key[0] != "." and not _ESCAPED.search(key):
+        return key  # LMCache's usual key: verbatim
     out = []
     for i, ch in enumerate(key):
         o = ord(ch)
