@@ -754,7 +754,8 @@ int main(void)
 		cmocka_unit_test(test_late_submit), cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_close),       cmocka_unit_test(test_lookup),
 		cmocka_unit_test(test_delete),      cmocka_unit_test(test_delete_symlink_bucket),
-		cmocka_unit_test(test_threads),     cmocka_unit_test(test_bad_calls),
+		cmocka_unit_test(test_threads),     cmocka_unit_test(test_bufs),
+		cmocka_unit_test(test_bad_calls),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
