@@ -28,7 +28,8 @@
  * application's signals.
  */
 #define _GNU_SOURCE
-#include "io/io_internal.h"
+#include "io/io_stream.h"
+#include "io/io_threads_engine.h"
 #include "util/thread.h"
 #include "util/util.h"
 

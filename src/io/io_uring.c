@@ -1,10 +1,10 @@
 /*
  * io_uring engine: ring set-up, the kernel probe, and the pool of rings a
  * call takes one from for its whole stream. The design of the chains is at
- * the top of io_uring_internal.h.
+ * the top of io_ring.h.
  */
 #define _GNU_SOURCE
-#include "io/io_uring_internal.h"
+#include "io/io_ring.h"
 #include "util/util.h"
 
 #include <errno.h>

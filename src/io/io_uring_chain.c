@@ -2,10 +2,10 @@
  * io_uring engine: chains. Submitting (a short submit cuts a chain, whose
  * rest becomes NOPs), waiting for completions, quiescing a ring after a cut
  * and the clean-up of failed pages; then the slots of a stream and the
- * arrays their requests hold. See io_uring_internal.h for the chains.
+ * arrays their requests hold. See io_ring.h for the chains.
  */
 #define _GNU_SOURCE
-#include "io/io_uring_internal.h"
+#include "io/io_ring.h"
 #include "util/util.h"
 
 #include <errno.h>

@@ -2,10 +2,10 @@
  * io_uring engine: the read stream. Each page is one chain open(name) ->
  * readv(iov + scratch) -> close; a slot is refilled as soon as its chain
  * posted everything, and the arrived hooks run after the refill. See
- * io_uring_internal.h for the chains.
+ * io_ring.h for the chains.
  */
 #define _GNU_SOURCE
-#include "io/io_uring_internal.h"
+#include "io/io_ring.h"
 #include "util/util.h"
 
 #include <errno.h>

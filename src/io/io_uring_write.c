@@ -1,10 +1,10 @@
 /*
  * io_uring engine: the write stream. Each page is one chain open(tmp) ->
  * writev -> close -> rename; a short write resumes at the offset reached.
- * See io_uring_internal.h for the chains.
+ * See io_ring.h for the chains.
  */
 #define _GNU_SOURCE
-#include "io/io_uring_internal.h"
+#include "io/io_ring.h"
 #include "util/util.h"
 
 #include <errno.h>

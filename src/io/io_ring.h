@@ -3,6 +3,12 @@
  * io_uring_chain.c: submit, cut chains, quiesce, clean-up and the slots of
  * a stream; io_uring_write.c and io_uring_read.c: the two streams).
  *
+ * What all four share: the ring, its pages and the inline chain helpers.
+ * It is named for the ring, not for io_uring.c, because it sits below
+ * every file of the engine, io_uring.c included, whose pool runs the two
+ * streams on top of it. The engine's entry points are in
+ * io_uring_engine.h; the request stream it pulls from is io_stream.h.
+ *
  * io_uring engine: each page is one chain of linked requests, and up to
  * queue_depth chains are in flight at once. A batch streams through the
  * ring: a chain's slot takes the next page as soon as its chain is over
@@ -79,10 +85,11 @@
  *     rename could publish a partial file), the page fails with -EIO, the
  *     ring waits until nothing is in flight, cleans up and is discarded.
  */
-#ifndef HC_SRC_IO_URING_INTERNAL_H
-#define HC_SRC_IO_URING_INTERNAL_H
+#ifndef HC_SRC_IO_RING_H
+#define HC_SRC_IO_RING_H
 
-#include "io/io_internal.h"
+#include "io/io_stream.h"
+#include "io/io_uring_engine.h"
 #include "util/fault.h"
 
 #include <linux/openat2.h>
