@@ -3,6 +3,13 @@
  * builds complete object images (payload, padding, trailer) as iovecs and
  * checks what comes back; a backend only moves whole objects by name, so
  * checksums, naming and statistics live once, above the table.
+ *
+ * The backends are peers below the core, one folder each:
+ * store/backend/file/, store/backend/mem/, store/backend/s3/. A backend
+ * includes this header and format.h, never the core's store_internal.h
+ * nor another backend's headers; what backends share lives in
+ * store/backend/ itself (page_plan.h). The core names a backend only by
+ * its ops table, declared at the end of this header.
  */
 #ifndef HC_SRC_STORE_BACKEND_H
 #define HC_SRC_STORE_BACKEND_H

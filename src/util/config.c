@@ -115,7 +115,7 @@ static const struct config_key config_table[] = {
 	 3.1e7, NULL,
 	 "file store: the cleaner removes temp files older than this (a dead "
 	 "writer's)"},
-	/* store/mem: the in-process backend */
+	/* store/backend/mem: the in-process backend */
 	{"mem_capacity_bytes", HC_CONFIG_INT, "HICACHE_MEM_CAPACITY_BYTES", "0", 0, 9e18, NULL,
 	 "mem backend byte cap; least recently used objects go first (0 = none)"},
 	/* store/s3: the S3 backend */

@@ -1,5 +1,5 @@
-/* The oldest-pages-first planner (store/page_plan.h). */
-#include "store/page_plan.h"
+/* The oldest-pages-first planner (store/backend/page_plan.h). */
+#include "store/backend/page_plan.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,7 +1,9 @@
 /* Which pages go first when a store is over its cap (internal): objects
  * grouped by page, pages oldest first, a page's age its newest object's.
- * One planner for the file store's cleaner and gc (file_scan.c) and the
- * s3 gc (backend/s3_list.c): all objects of a page go together. */
+ * One planner for the file store's cleaner and gc (backend/file/file_scan.c)
+ * and the s3 gc (backend/s3/s3_list.c): all objects of a page go together.
+ * Shared by backends and used by no core file, so it lives beside them in
+ * store/backend/, not in the core. */
 #ifndef HC_SRC_STORE_PAGE_PLAN_H
 #define HC_SRC_STORE_PAGE_PLAN_H
 

@@ -6,8 +6,8 @@
  * nanoseconds hold; a listing over the size limit fails -EFBIG with its own
  * message. */
 #include "fake_s3.h"
-#include "store/backend/s3_internal.h"
-#include "store/s3.h"
+#include "store/backend/s3/s3_internal.h"
+#include "store/backend/s3/s3.h"
 
 #include <hicache/store.h>
 

@@ -18,7 +18,7 @@
  *               in stats.other_geometry.
  */
 #include "robust_test.h"
-#include "store/file_scan.h"
+#include "store/backend/file/file_scan.h"
 
 #include <hicache/key.h>
 

@@ -5,8 +5,8 @@
 #define _GNU_SOURCE
 #include "io/io_internal.h"
 #include "store/backend.h"
-#include "store/file_scan.h"
-#include "store/file_internal.h"
+#include "store/backend/file/file_scan.h"
+#include "store/backend/file/file_internal.h"
 #include "store/format.h"
 #include "util/util.h"
 

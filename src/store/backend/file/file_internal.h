@@ -11,7 +11,7 @@
 #define HC_SRC_STORE_FILE_INTERNAL_H
 
 #include "store/backend.h"
-#include "store/file_lease.h"
+#include "store/backend/file/file_lease.h"
 
 #include <hicache/store.h>
 

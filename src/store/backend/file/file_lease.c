@@ -8,7 +8,7 @@
  * whole-file lock (NLM for v3, the protocol's own for v4), so it holds
  * across hosts; docs/FORMAT.md says what happens where locks do not work. */
 #define _GNU_SOURCE
-#include "store/file_lease.h"
+#include "store/backend/file/file_lease.h"
 #include "util/util.h"
 
 #include <errno.h>

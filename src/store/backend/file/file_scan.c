@@ -1,9 +1,9 @@
 /* Directory scans of a file store. One pass over <dir>/<bucket>/ entries
  * collects objects and temp files; eviction groups objects by page key
- * (the 64 hex digits every physical name starts with; store/page_plan.h). */
+ * (the 64 hex digits every physical name starts with; store/backend/page_plan.h). */
 #define _GNU_SOURCE
-#include "store/file_scan.h"
-#include "store/page_plan.h"
+#include "store/backend/file/file_scan.h"
+#include "store/backend/page_plan.h"
 #include "util/util.h"
 
 #include <dirent.h>

@@ -3,8 +3,8 @@
  * open store and no geometry: every object describes itself in its
  * trailer (store/format.h). */
 #define _GNU_SOURCE
-#include "store/file_internal.h"
-#include "store/file_scan.h"
+#include "store/backend/file/file_internal.h"
+#include "store/backend/file/file_scan.h"
 #include "store/format.h"
 #include "util/util.h"
 

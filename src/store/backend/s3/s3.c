@@ -49,9 +49,9 @@
  *     max_inflight connections at most.
  */
 #define _GNU_SOURCE
-#include "store/backend/s3_internal.h"
+#include "store/backend/s3/s3_internal.h"
 #include "store/format.h"
-#include "store/s3.h"
+#include "store/backend/s3/s3.h"
 #include "util/util.h"
 
 #include <hicache/config.h>

@@ -1,7 +1,7 @@
 /* The S3 backend's configuration: keys, credentials, endpoint and the URLs
  * built from them (see s3.c for the design). */
 #define _GNU_SOURCE
-#include "store/backend/s3_internal.h"
+#include "store/backend/s3/s3_internal.h"
 #include "util/util.h"
 
 #include <hicache/config.h>

@@ -3,7 +3,7 @@
  * iovecs, classification of outcomes, retries and the endpoint's down state
  * (see s3.c for the design). */
 #define _GNU_SOURCE
-#include "store/backend/s3_internal.h"
+#include "store/backend/s3/s3_internal.h"
 #include "util/util.h"
 
 #include <hicache/store.h>

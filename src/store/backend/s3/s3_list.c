@@ -2,9 +2,9 @@
  * objects, and the offline tools over them (ls, gc) and clear's
  * remove_matching (see s3.c for the design). */
 #define _GNU_SOURCE
-#include "store/backend/s3_internal.h"
-#include "store/page_plan.h"
-#include "store/s3.h"
+#include "store/backend/s3/s3_internal.h"
+#include "store/backend/page_plan.h"
+#include "store/backend/s3/s3.h"
 #include "util/util.h"
 
 #include <hicache/config.h>
