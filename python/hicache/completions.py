@@ -15,7 +15,11 @@ queues before itself."""
 import ctypes
 import threading
 
-from . import _C, _Keys, _Life, _Mem, _Pages, _cstr, _check, _lib, Error
+from . import _lib
+from ._args import _Mem, _Pages, _cstr
+from ._life import _Life
+from ._native import Error, _C, _check, last_error
+from .keys import _Keys
 
 _INT = ctypes.c_int
 
@@ -112,11 +116,11 @@ class Completions:
                 else:
                     rc = self._store._call(fn, tref, nt, ctypes.byref(op))
                 if rc < 0:
-                    raise Error(int(rc), what, _lib_last_error())
+                    raise Error(int(rc), what, last_error())
                 rc = _C.hc_store_op_submit(h, op, tag)
                 if rc < 0:  # cannot happen short of a bug: the op stays ours
                     _C.hc_store_op_wait(op)
-                    raise Error(int(rc), what, _lib_last_error())
+                    raise Error(int(rc), what, last_error())
             finally:
                 self._life.leave()
         except BaseException:
@@ -235,8 +239,3 @@ class _Iovecs:
             flat += (addr, ln)
         self.arr = (ctypes.c_size_t * max(2 * self.n, 2))(*flat)
 
-
-def _lib_last_error():
-    from . import last_error
-
-    return last_error()
