@@ -328,6 +328,10 @@ class HicacheTier(_Base):
 
     get_finished_jobs = get_finished  # newer vLLM's name
 
+    def has_pending_work(self):
+        """Newer vLLM: whether a job is still to be reported."""
+        return bool(self._ready) or any(j.kind != _KIND_LOOKUP for j in self._jobs.values())
+
     # ---- lookups ----
 
     def _answer(self, value):

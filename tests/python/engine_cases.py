@@ -94,8 +94,10 @@ def vllm_round_trip(d):
     assert _settle(s, keys[0]) is False
     jobs = [s.store(keys[i:i + 4], range(i, i + 4)) for i in range(0, n, 4)]
     jobs.append(s.store([], []))
+    assert s.tier.has_pending_work()
     done = s.wait(jobs, timeout=T)
     assert all(done.values()), done
+    assert not s.tier.has_pending_work()
     assert all(s.lookup(k) is True for k in keys)
     jobs = [s.load(keys[i:i + 8], range(n + i, n + i + 8)) for i in range(0, n, 8)]
     jobs.append(s.load([], []))
