@@ -62,3 +62,58 @@ def test_restart_s3(tmp_path, s3_env, layout):
     b2.clear()
     assert b2.batch_exists(ks) == 0
     b2.close()
+
+
+def test_vllm_tier_and_lmcache_on_s3(tmp_path, s3_env):
+    """The vLLM tier and the LMCache connector on a bucket: a second
+    instance finds the first one's blocks and reads them back exact."""
+    import json
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "standins"))
+    import lmcache_driver as lm
+    import vllm_driver as vd
+    from vllm.v1.kv_offload.tiering.factory import SecondaryTierFactory
+
+    try:
+        SecondaryTierFactory.register_tier("hicache", "hicache.vllm", "HicacheTier")
+    except ValueError:
+        pass
+    mm, view, _ = vd.make_primary(16, 64 << 10)
+    cfg = {"type": "hicache", "backend": "s3", "prefix": s3_env + "vllm/"}
+    keys = [vd.block_key(i, salt=b"s3") for i in range(8)]
+    vd.fill_blocks(view, range(8), keys)
+    s = vd.Scheduler(tier_config=dict(cfg), primary_view=view, spec=vd.make_spec())
+    assert all(s.wait([s.store(keys, range(8))], timeout=60).values())
+    s.shutdown()
+    s = vd.Scheduler(tier_config=dict(cfg), primary_view=view, spec=vd.make_spec())
+    deadline = time.monotonic() + 30
+    while s.lookup(keys[5]) is None and time.monotonic() < deadline:
+        s.step()
+        time.sleep(0.005)
+    assert s.lookup(keys[5]) is True
+    vd.poison_blocks(view, range(8, 16))
+    assert all(s.wait([s.load(keys, range(8, 16))], timeout=60).values())
+    assert vd.check_blocks(view, range(8, 16), keys) == []
+    s.shutdown()
+
+    params = {"backend": "s3", "prefix": s3_env + "lmc/", "chunk_bytes": 64 << 10}
+    conf = json.dumps({"type": "native_plugin", "module_path": "hicache.lmcache",
+                       "class_name": "HicacheConnector", "adapter_params": params})
+    arena = lm.Arena(8 * (64 << 10), 64 << 10, offset_bytes=100)
+    ks = [lm.key("org/m", 0, 0, "%04x" % i) for i in range(4)]
+    src, dst = [arena.slice(i) for i in range(4)], [arena.slice(4 + i) for i in range(4)]
+    for i, v in enumerate(src):
+        v[:] = bytes([i + 1]) * len(v)
+    drv = lm.L2Driver(lm.load_native_plugin(conf))
+    assert drv.set(ks, src).result(60)[0]
+    drv.close()
+    drv = lm.L2Driver(lm.load_native_plugin(conf))
+    assert drv.exists(ks).result(60)[2] == [True] * 4
+    ok, err, res = drv.get(ks, dst).result(60)
+    assert ok, err
+    assert all(bytes(d) == bytes(s_) for d, s_ in zip(dst, src))
+    drv.check()
+    drv.close()
+    arena.close()
