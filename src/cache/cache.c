@@ -85,14 +85,14 @@ void hc_cache_opts_init(struct hc_cache_opts *o, size_t size)
 	util_opts_init(o, size, &d, sizeof(d));
 }
 
-double ctl_timeout_s(const struct hc_cache_opts *o, size_t tokens)
+double cache_timeout_s(const struct hc_cache_opts *o, size_t tokens)
 {
 	double s = o->prefetch_timeout_base_s +
 		   o->prefetch_timeout_per_ki_token_s * (double)tokens / 1024.0;
 	return s < o->prefetch_timeout_max_s ? s : o->prefetch_timeout_max_s;
 }
 
-static void ctl_stop_threads(struct hc_cache *c)
+static void cache_stop_threads(struct hc_cache *c)
 {
 	pthread_mutex_lock(&c->lock);
 	c->stop = true;
@@ -128,7 +128,7 @@ void hc_cache_close(struct hc_cache *c)
 {
 	if (!c)
 		return;
-	ctl_stop_threads(c);
+	cache_stop_threads(c);
 	/* No thread transfers any more: the store forgets the pools before
 	 * they are destroyed, and may get another cache. */
 	if (c->reg_kv)
@@ -139,14 +139,14 @@ void hc_cache_close(struct hc_cache *c)
 	dev_destroy(c->dev);
 	hc_slots_destroy(c->own_slots);
 	hc_pool_destroy(c->host_pool);
-	ctl_keyset_destroy(c->keyset);
+	cache_keyset_destroy(c->keyset);
 	hc_slots_destroy(c->mdev_slots);
 	free(c->mdev_mem);
 	hc_slots_destroy(c->own_mhost_slots);
 	hc_pool_destroy(c->mhost_pool);
 	free(c->mhost_busy);
 	free(c->mhost_deferred);
-	ctl_keyset_destroy(c->mkeyset);
+	cache_keyset_destroy(c->mkeyset);
 	free(c->host_busy);
 	free(c->host_deferred);
 	free(c->pend);
@@ -189,7 +189,7 @@ int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
 	      o->prefetch_timeout_max_s >= 0 && o->prefetch_timeout_max_s <= 86400))
 		return util_fail(-EINVAL, "cache: prefetch_timeout_* must be in 0..86400 seconds");
 
-	struct hc_cache *c = hc_fault_calloc(1, sizeof(*c));
+	struct hc_cache *c = util_fault_calloc(1, sizeof(*c));
 	if (!c)
 		return util_fail(-ENOMEM, "cache: out of memory");
 	pthread_mutex_init(&c->lock, NULL);
@@ -202,13 +202,13 @@ int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
 	c->ps = o->page_size;
 	c->host_pages = host_pages;
 	c->ops = (struct radix_evict_ops){.arg = c,
-					  .free_slots = ctl_free_slots,
-					  .free_mamba = ctl_free_mamba,
-					  .write_back = ctl_write_back};
+					  .free_slots = cache_free_slots,
+					  .free_mamba = cache_free_mamba,
+					  .write_back = cache_write_back};
 	int rc;
 	unsigned mark = util_fail_mark();
-	c->host_busy = hc_fault_calloc(host_pages, sizeof(*c->host_busy));
-	c->host_deferred = hc_fault_calloc(host_pages, sizeof(*c->host_deferred));
+	c->host_busy = util_fault_calloc(host_pages, sizeof(*c->host_busy));
+	c->host_deferred = util_fault_calloc(host_pages, sizeof(*c->host_deferred));
 	if (!c->host_busy || !c->host_deferred) {
 		rc = util_fail(-ENOMEM, "cache: out of memory");
 		goto err;
@@ -218,7 +218,7 @@ int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
 			goto err;
 		c->host_slots = c->own_slots;
 		if (o->store) {
-			if ((rc = ctl_keyset_create(&c->keyset))) {
+			if ((rc = cache_keyset_create(&c->keyset))) {
 				util_fail(rc, "cache: no memory for the key set");
 				goto err;
 			}
@@ -241,7 +241,7 @@ int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
 			c->l3 = true;
 		}
 	}
-	if (o->mamba_bytes && (rc = ctl_open_mamba(c, dev_pages, host_pages)))
+	if (o->mamba_bytes && (rc = cache_open_mamba(c, dev_pages, host_pages)))
 		goto err;
 	struct dev_opts dopts = {.pages = dev_pages,
 				 .layers = o->kv.layers,
@@ -257,16 +257,16 @@ int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
 	struct radix_opts ro = {.page_size = o->page_size, .write_policy = wp[o->write_policy]};
 	if ((rc = radix_create(&ro, &c->tree)))
 		goto err;
-	if ((rc = hc_thread_start(&c->th_backup, ctl_backup_thread, c)))
+	if ((rc = util_thread_start(&c->th_backup, cache_backup_thread, c)))
 		goto err_thread;
 	c->nthreads = 1;
-	if ((rc = hc_thread_start(&c->th_query, ctl_query_thread, c)))
+	if ((rc = util_thread_start(&c->th_query, cache_query_thread, c)))
 		goto err_thread;
 	c->nthreads = 2;
-	if ((rc = hc_thread_start(&c->th_io, ctl_io_thread, c)))
+	if ((rc = util_thread_start(&c->th_io, cache_io_thread, c)))
 		goto err_thread;
 	c->nthreads = 3;
-	if ((rc = hc_thread_start(&c->th_l3, ctl_l3_thread, c)))
+	if ((rc = util_thread_start(&c->th_l3, cache_l3_thread, c)))
 		goto err_thread;
 	c->nthreads = 4;
 	*out = c;

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-static void ctl_job_free(struct ctl_job *j)
+static void cache_job_free(struct cache_job *j)
 {
 	if (!j)
 		return;
@@ -27,23 +27,23 @@ static void ctl_job_free(struct ctl_job *j)
 	free(j);
 }
 
-static void ctl_run_l3(struct hc_cache *c, struct ctl_job *j, bool held);
-static void ctl_run_d2h(struct hc_cache *c, struct ctl_job *j, bool held);
+static void cache_run_l3(struct hc_cache *c, struct cache_job *j, bool held);
+static void cache_run_d2h(struct hc_cache *c, struct cache_job *j, bool held);
 
-static void ctl_job_push(struct hc_cache *c, struct ctl_job *j)
+static void cache_job_push(struct hc_cache *c, struct cache_job *j)
 {
 	if (c->o.no_data) {
 		/* Nothing to copy or write: the job's effects happen now, so a
 		 * metadata-only run does not depend on how threads are scheduled
 		 * (and pays no hand-off). */
 		if (j->l3_only)
-			ctl_run_l3(c, j, true);
+			cache_run_l3(c, j, true);
 		else
-			ctl_run_d2h(c, j, true);
-		ctl_job_free(j);
+			cache_run_d2h(c, j, true);
+		cache_job_free(j);
 		return;
 	}
-	struct ctl_queue *q = j->l3_only ? &c->q_l3 : &c->q_d2h;
+	struct cache_queue *q = j->l3_only ? &c->q_l3 : &c->q_d2h;
 	j->next = NULL;
 	if (q->tail)
 		q->tail->next = j;
@@ -55,18 +55,18 @@ static void ctl_job_push(struct hc_cache *c, struct ctl_job *j)
 }
 
 /* Queue an L3 set of n host pages (busy until it ends). */
-static void ctl_queue_l3(struct hc_cache *c, const struct hc_key *keys, const uint64_t *host,
-			 size_t n)
+static void cache_queue_l3(struct hc_cache *c, const struct hc_key *keys, const uint64_t *host,
+			   size_t n)
 {
 	if (!c->l3 || n == 0)
 		return;
-	struct ctl_job *j = hc_fault_calloc(1, sizeof(*j));
+	struct cache_job *j = util_fault_calloc(1, sizeof(*j));
 	if (j) {
-		j->keys = hc_fault_malloc(n * sizeof(*keys));
-		j->host = hc_fault_malloc(n * sizeof(*host));
+		j->keys = util_fault_malloc(n * sizeof(*keys));
+		j->host = util_fault_malloc(n * sizeof(*host));
 	}
 	if (!j || !j->keys || !j->host) {
-		ctl_job_free(j);
+		cache_job_free(j);
 		log_warn("cache: out of memory, L3 backup skipped");
 		return;
 	}
@@ -76,21 +76,21 @@ static void ctl_queue_l3(struct hc_cache *c, const struct hc_key *keys, const ui
 	j->l3_only = true;
 	for (size_t i = 0; i < n; i++)
 		c->host_busy[host[i]]++;
-	ctl_job_push(c, j);
+	cache_job_push(c, j);
 }
 
 /* Queue an L3 set of one host Mamba state under key (busy until it ends). */
-void ctl_queue_l3_mamba(struct hc_cache *c, const struct hc_key *key, uint64_t slot)
+void cache_queue_l3_mamba(struct hc_cache *c, const struct hc_key *key, uint64_t slot)
 {
 	if (!c->l3)
 		return;
-	struct ctl_job *j = hc_fault_calloc(1, sizeof(*j));
+	struct cache_job *j = util_fault_calloc(1, sizeof(*j));
 	if (j) {
-		j->keys = hc_fault_malloc(sizeof(*key));
-		j->host = hc_fault_malloc(sizeof(slot));
+		j->keys = util_fault_malloc(sizeof(*key));
+		j->host = util_fault_malloc(sizeof(slot));
 	}
 	if (!j || !j->keys || !j->host) {
-		ctl_job_free(j);
+		cache_job_free(j);
 		log_warn("cache: out of memory, L3 Mamba backup skipped");
 		return;
 	}
@@ -100,20 +100,20 @@ void ctl_queue_l3_mamba(struct hc_cache *c, const struct hc_key *key, uint64_t s
 	j->l3_only = true;
 	j->mamba = true;
 	c->mhost_busy[slot]++;
-	ctl_job_push(c, j);
+	cache_job_push(c, j);
 }
 
 /* RADIX_WRITE_BACK: the tree evicts an unbacked device node; copy it to host
  * now (synchronously: the tree needs the slots), then back it up to L3. */
-int ctl_write_back(void *arg, const struct radix_node *node, uint64_t *host_out,
-		   uint64_t *mamba_host)
+int cache_write_back(void *arg, const struct radix_node *node, uint64_t *host_out,
+		     uint64_t *mamba_host)
 {
 	struct hc_cache *c = arg;
 	struct radix_node_info ni;
 	struct dev_copy *ev;
 
 	radix_node_info(node, &ni);
-	if (ctl_host_alloc(c, ni.pages, host_out))
+	if (cache_host_alloc(c, ni.pages, host_out))
 		return -ENOSPC;
 	int rc = dev_copy_submit(c->dev, HC_COPY_D2H, ni.dev, host_out, ni.pages, &ev);
 	if (!rc) {
@@ -126,18 +126,18 @@ int ctl_write_back(void *arg, const struct radix_node *node, uint64_t *host_out,
 	}
 	c->st.bytes_d2h += ni.pages * c->page_bytes;
 	c->st.write_back_sync_pages += ni.pages;
-	ctl_queue_l3(c, ni.keys, host_out, ni.pages);
+	cache_queue_l3(c, ni.keys, host_out, ni.pages);
 	if (mamba_host && c->hybrid) {
 		/* Only once the pages made it: the tree drops the state of a
 		 * failed write-back without telling us. */
 		const void *src = c->mdev_mem ? c->mdev_mem + ni.mamba[RADIX_DEV] * c->mbytes
 					      : NULL;
-		*mamba_host = ctl_mamba_host_new(c, node, src);
+		*mamba_host = cache_mamba_host_new(c, node, src);
 	}
 	return 0;
 }
 
-static bool ctl_pending(struct hc_cache *c, const struct radix_node *n)
+static bool cache_pending(struct hc_cache *c, const struct radix_node *n)
 {
 	for (size_t i = 0; i < c->npend; i++)
 		if (c->pend[i] == n)
@@ -145,7 +145,7 @@ static bool ctl_pending(struct hc_cache *c, const struct radix_node *n)
 	return false;
 }
 
-static void ctl_unpend(struct hc_cache *c, const struct radix_node *n)
+static void cache_unpend(struct hc_cache *c, const struct radix_node *n)
 {
 	for (size_t i = 0; i < c->npend; i++) {
 		if (c->pend[i] == n) {
@@ -157,26 +157,26 @@ static void ctl_unpend(struct hc_cache *c, const struct radix_node *n)
 
 /* Queue a device -> host backup of the npages ending at node; the job
  * holds a device lock on node until the copy is acknowledged. */
-void ctl_queue_backup(struct hc_cache *c, struct radix_node *node, size_t npages)
+void cache_queue_backup(struct hc_cache *c, struct radix_node *node, size_t npages)
 {
 	struct radix_node_info ni;
 	radix_node_info(node, &ni);
-	if (npages == 0 || ctl_pending(c, node))
+	if (npages == 0 || cache_pending(c, node))
 		return;
 	if (c->npend == c->cap_pend) {
 		size_t cap = c->cap_pend ? 2 * c->cap_pend : 16;
-		struct radix_node **p = hc_fault_realloc(c->pend, cap * sizeof(*p));
+		struct radix_node **p = util_fault_realloc(c->pend, cap * sizeof(*p));
 		if (!p)
 			return;
 		c->pend = p;
 		c->cap_pend = cap;
 	}
-	struct ctl_job *j = hc_fault_calloc(1, sizeof(*j));
+	struct cache_job *j = util_fault_calloc(1, sizeof(*j));
 	if (j)
-		j->dev = hc_fault_malloc(npages * sizeof(*j->dev));
+		j->dev = util_fault_malloc(npages * sizeof(*j->dev));
 	if (!j || !j->dev ||
 	    radix_path_slots(node, ni.end - npages, RADIX_DEV, j->dev) != (int64_t)npages) {
-		ctl_job_free(j);
+		cache_job_free(j);
 		return;
 	}
 	j->node = node;
@@ -184,7 +184,7 @@ void ctl_queue_backup(struct hc_cache *c, struct radix_node *node, size_t npages
 	radix_lock(c->tree, node);
 	c->pend[c->npend++] = node;
 	c->pend_pages += npages;
-	ctl_job_push(c, j);
+	cache_job_push(c, j);
 }
 
 /* write_back (c->lock held): while fewer than an eighth of the device
@@ -192,7 +192,7 @@ void ctl_queue_backup(struct hc_cache *c, struct radix_node *node, size_t npages
  * device leaf to host in the background. The eviction that comes next
  * then drops a page that is on host already instead of copying it under
  * the lock. */
-void ctl_write_back_ahead(struct hc_cache *c)
+void cache_write_back_ahead(struct hc_cache *c)
 {
 	uint64_t low = (dev_pages(c->dev) + 7) / 8;
 	struct radix_node_info ni;
@@ -205,7 +205,7 @@ void ctl_write_back_ahead(struct hc_cache *c)
 		if (ni.host)
 			return;
 		uint64_t before = c->pend_pages;
-		ctl_queue_backup(c, x, ni.pages); /* locks x: the next one comes up */
+		cache_queue_backup(c, x, ni.pages); /* locks x: the next one comes up */
 		if (c->pend_pages == before)
 			return;
 		c->st.write_back_ahead_pages += ni.pages;
@@ -213,7 +213,7 @@ void ctl_write_back_ahead(struct hc_cache *c)
 }
 
 /* Keys of the npages ending at node (walks up across node boundaries). */
-static void ctl_range_keys(const struct radix_node *node, size_t npages, struct hc_key *out)
+static void cache_range_keys(const struct radix_node *node, size_t npages, struct hc_key *out)
 {
 	struct radix_node_info ni;
 	size_t left = npages;
@@ -230,13 +230,13 @@ static void ctl_range_keys(const struct radix_node *node, size_t npages, struct 
 
 /* Background jobs run on their threads, or inline with c->lock held
  * (held: no_data, where nothing moves and nothing is worth waiting for). */
-static void ctl_lock_bg(struct hc_cache *c, bool held)
+static void cache_lock_bg(struct hc_cache *c, bool held)
 {
 	if (!held)
 		pthread_mutex_lock(&c->lock);
 }
 
-static void ctl_unlock_bg(struct hc_cache *c, bool held)
+static void cache_unlock_bg(struct hc_cache *c, bool held)
 {
 	if (!held)
 		pthread_mutex_unlock(&c->lock);
@@ -244,21 +244,21 @@ static void ctl_unlock_bg(struct hc_cache *c, bool held)
 
 /* An L3 job on its way: the store's started op (NULL once over, or when
  * there was nothing to start) and the job's outcome so far. */
-struct ctl_l3_run {
-	struct ctl_job *j;
+struct cache_l3_run {
+	struct cache_job *j;
 	size_t jobs; /* queued jobs it stands for */
 	struct hc_store_op *op;
 	int rc;
 };
 
 /* Start job x->j's write to L3 (no_data: the key sets, at once). */
-static void ctl_l3_start(struct hc_cache *c, struct ctl_l3_run *x)
+static void cache_l3_start(struct hc_cache *c, struct cache_l3_run *x)
 {
-	struct ctl_job *j = x->j;
+	struct cache_job *j = x->j;
 	x->op = NULL;
 	x->rc = 0;
 	if (j->mamba && c->mkeyset) {
-		x->rc = ctl_keyset_add(c->mkeyset, &j->keys[0]);
+		x->rc = cache_keyset_add(c->mkeyset, &j->keys[0]);
 	} else if (j->mamba) {
 		struct hc_pool_transfer t = {.pool = "mamba",
 					     .keys = j->keys,
@@ -266,7 +266,7 @@ static void ctl_l3_start(struct hc_cache *c, struct ctl_l3_run *x)
 					     .pages = j->host};
 		x->rc = hc_store_set_v2_start(c->store, &t, 1, &x->op);
 	} else if (c->keyset) {
-		x->rc = ctl_l3_set(c, j->keys, j->n, j->host);
+		x->rc = cache_l3_set(c, j->keys, j->n, j->host);
 	} else {
 		x->rc = hc_store_set_start(c->store, j->keys, j->n, j->host, NULL, &x->op);
 	}
@@ -274,14 +274,14 @@ static void ctl_l3_start(struct hc_cache *c, struct ctl_l3_run *x)
 
 /* Wait for job x->j's write and account for it: the host slots it held
  * are released (freed if their pages were dropped meanwhile). */
-static void ctl_l3_finish(struct hc_cache *c, struct ctl_l3_run *x, bool held)
+static void cache_l3_finish(struct hc_cache *c, struct cache_l3_run *x, bool held)
 {
-	struct ctl_job *j = x->j;
+	struct cache_job *j = x->j;
 	if (x->op) {
 		x->rc = (int)hc_store_op_wait(x->op);
 		x->op = NULL;
 	}
-	ctl_lock_bg(c, held);
+	cache_lock_bg(c, held);
 	if (j->mamba) {
 		if (x->rc)
 			log_warn("cache: L3 backup of a Mamba state failed: %s",
@@ -293,7 +293,7 @@ static void ctl_l3_finish(struct hc_cache *c, struct ctl_l3_run *x, bool held)
 			c->mhost_deferred[s] = false;
 			hc_slots_free(c->mhost_slots, 1, &s);
 		}
-		ctl_unlock_bg(c, held);
+		cache_unlock_bg(c, held);
 		return;
 	}
 	if (x->rc) {
@@ -310,31 +310,32 @@ static void ctl_l3_finish(struct hc_cache *c, struct ctl_l3_run *x, bool held)
 			hc_slots_free(c->host_slots, 1, &s);
 		}
 	}
-	ctl_unlock_bg(c, held);
+	cache_unlock_bg(c, held);
 }
 
-static void ctl_run_l3(struct hc_cache *c, struct ctl_job *j, bool held)
+static void cache_run_l3(struct hc_cache *c, struct cache_job *j, bool held)
 {
-	struct ctl_l3_run x = {.j = j};
-	ctl_l3_start(c, &x);
-	ctl_l3_finish(c, &x, held);
+	struct cache_l3_run x = {.j = j};
+	cache_l3_start(c, &x);
+	cache_l3_finish(c, &x, held);
 }
 
-static void ctl_run_d2h(struct hc_cache *c, struct ctl_job *j, bool held)
+static void cache_run_d2h(struct hc_cache *c, struct cache_job *j, bool held)
 {
-	uint64_t *host = hc_fault_malloc(j->n * sizeof(*host));
-	bool *taken = hc_fault_calloc(j->n, sizeof(*taken));
+	uint64_t *host = util_fault_malloc(j->n * sizeof(*host));
+	bool *taken = util_fault_calloc(j->n, sizeof(*taken));
 	struct dev_copy *ev = NULL;
 	int rc = host && taken ? 0 : -ENOMEM;
 	/* Only slots the allocator gave are freed on failure: host holds
 	 * whatever malloc left there until then (stale numbers of live slots). */
 	bool have_slots = false;
 
-	ctl_lock_bg(c, held);
+	cache_lock_bg(c, held);
 	if (!rc)
-		rc = held ? ctl_host_alloc(c, j->n, host) : ctl_host_alloc_backup(c, j->n, host);
+		rc = held ? cache_host_alloc(c, j->n, host)
+			  : cache_host_alloc_backup(c, j->n, host);
 	have_slots = !rc;
-	ctl_unlock_bg(c, held);
+	cache_unlock_bg(c, held);
 	if (!rc)
 		rc = dev_copy_submit(c->dev, HC_COPY_D2H, j->dev, host, j->n, &ev);
 	if (!rc) {
@@ -342,7 +343,7 @@ static void ctl_run_d2h(struct hc_cache *c, struct ctl_job *j, bool held)
 		dev_copy_free(ev);
 	}
 
-	ctl_lock_bg(c, held);
+	cache_lock_bg(c, held);
 	if (!rc) {
 		/* Acknowledged: the pages are on host now. */
 		int64_t got = radix_set_slots(c->tree, j->node, j->n, RADIX_HOST, host, taken);
@@ -354,10 +355,10 @@ static void ctl_run_d2h(struct hc_cache *c, struct ctl_job *j, bool held)
 		radix_node_info(j->node, &ni);
 		if (c->l3 && got >= 0 &&
 		    radix_path_slots(j->node, ni.end - j->n, RADIX_HOST, host) == (int64_t)j->n) {
-			struct hc_key *keys = hc_fault_malloc(j->n * sizeof(*keys));
+			struct hc_key *keys = util_fault_malloc(j->n * sizeof(*keys));
 			if (keys) {
-				ctl_range_keys(j->node, j->n, keys);
-				ctl_queue_l3(c, keys, host, j->n);
+				cache_range_keys(j->node, j->n, keys);
+				cache_queue_l3(c, keys, host, j->n);
 				free(keys);
 			}
 		}
@@ -365,9 +366,9 @@ static void ctl_run_d2h(struct hc_cache *c, struct ctl_job *j, bool held)
 		hc_slots_free(c->host_slots, j->n, host);
 	}
 	radix_unlock(c->tree, j->node);
-	ctl_unpend(c, j->node);
+	cache_unpend(c, j->node);
 	c->pend_pages -= j->n;
-	ctl_unlock_bg(c, held);
+	cache_unlock_bg(c, held);
 	free(host);
 	free(taken);
 }
@@ -376,15 +377,15 @@ static void ctl_run_d2h(struct hc_cache *c, struct ctl_job *j, bool held)
  * all (c->lock held): inserts are often a few pages each, and one store
  * batch of many pages keeps a slow store busy where many small ones
  * would leave it waiting. Returns how many jobs j now stands for. */
-static size_t ctl_merge_l3(struct ctl_queue *q, struct ctl_job *j)
+static size_t cache_merge_l3(struct cache_queue *q, struct cache_job *j)
 {
 	size_t jobs = 1;
 	while (!j->mamba && q->head && !q->head->mamba && j->n + q->head->n <= CTL_BATCH) {
-		struct ctl_job *x = q->head;
-		struct hc_key *keys = hc_fault_realloc(j->keys, (j->n + x->n) * sizeof(*keys));
+		struct cache_job *x = q->head;
+		struct hc_key *keys = util_fault_realloc(j->keys, (j->n + x->n) * sizeof(*keys));
 		if (keys)
 			j->keys = keys;
-		uint64_t *host = keys ? hc_fault_realloc(j->host, (j->n + x->n) * sizeof(*host))
+		uint64_t *host = keys ? util_fault_realloc(j->host, (j->n + x->n) * sizeof(*host))
 				      : NULL;
 		if (!host)
 			break;
@@ -395,16 +396,16 @@ static size_t ctl_merge_l3(struct ctl_queue *q, struct ctl_job *j)
 		q->head = x->next;
 		if (!q->head)
 			q->tail = NULL;
-		ctl_job_free(x);
+		cache_job_free(x);
 		jobs++;
 	}
 	return jobs;
 }
 
 /* The next job of q, taken off it (c->lock held); NULL when empty. */
-static struct ctl_job *ctl_take(struct ctl_queue *q)
+static struct cache_job *cache_take(struct cache_queue *q)
 {
-	struct ctl_job *j = q->head;
+	struct cache_job *j = q->head;
 	if (j) {
 		q->head = j->next;
 		if (!q->head)
@@ -414,7 +415,7 @@ static struct ctl_job *ctl_take(struct ctl_queue *q)
 }
 
 /* A job is over (c->lock held). */
-static void ctl_job_over(struct hc_cache *c, size_t jobs)
+static void cache_job_over(struct hc_cache *c, size_t jobs)
 {
 	c->backups_running--;
 	c->st.backups_pending -= jobs;
@@ -422,21 +423,21 @@ static void ctl_job_over(struct hc_cache *c, size_t jobs)
 }
 
 /* Runs the device -> host queue until stopped and drained. */
-static void ctl_run_queue(struct hc_cache *c, struct ctl_queue *q)
+static void cache_run_queue(struct hc_cache *c, struct cache_queue *q)
 {
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
 		while (!q->head && !c->stop)
 			pthread_cond_wait(&c->wake_d2h, &c->lock);
-		struct ctl_job *j = ctl_take(q);
+		struct cache_job *j = cache_take(q);
 		if (!j)
 			break;
 		c->backups_running++;
 		pthread_mutex_unlock(&c->lock);
-		ctl_run_d2h(c, j, false);
-		ctl_job_free(j);
+		cache_run_d2h(c, j, false);
+		cache_job_free(j);
 		pthread_mutex_lock(&c->lock);
-		ctl_job_over(c, 1);
+		cache_job_over(c, 1);
 	}
 	pthread_mutex_unlock(&c->lock);
 }
@@ -448,22 +449,22 @@ static void ctl_run_queue(struct hc_cache *c, struct ctl_queue *q)
  * streams from one to the next instead of draining between them (a write
  * back is often a few pages).
  */
-static void ctl_run_l3_queue(struct hc_cache *c)
+static void cache_run_l3_queue(struct hc_cache *c)
 {
-	struct ctl_queue *q = &c->q_l3;
-	struct ctl_l3_run run[2];
+	struct cache_queue *q = &c->q_l3;
+	struct cache_l3_run run[2];
 	unsigned nrun = 0;
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
 		while (!nrun && !q->head && !(c->stop && c->d2h_done))
 			pthread_cond_wait(&c->wake_l3, &c->lock);
-		struct ctl_job *j = nrun < 2 ? ctl_take(q) : NULL;
+		struct cache_job *j = nrun < 2 ? cache_take(q) : NULL;
 		if (j) {
-			struct ctl_l3_run *x = &run[nrun++];
-			*x = (struct ctl_l3_run){.j = j, .jobs = ctl_merge_l3(q, j)};
+			struct cache_l3_run *x = &run[nrun++];
+			*x = (struct cache_l3_run){.j = j, .jobs = cache_merge_l3(q, j)};
 			c->backups_running++;
 			pthread_mutex_unlock(&c->lock);
-			ctl_l3_start(c, x);
+			cache_l3_start(c, x);
 			pthread_mutex_lock(&c->lock);
 			/* One more may start before the first is waited for. */
 			if (nrun < 2 && q->head)
@@ -472,26 +473,26 @@ static void ctl_run_l3_queue(struct hc_cache *c)
 		if (!nrun)
 			break;
 		pthread_mutex_unlock(&c->lock);
-		ctl_l3_finish(c, &run[0], false);
-		ctl_job_free(run[0].j);
+		cache_l3_finish(c, &run[0], false);
+		cache_job_free(run[0].j);
 		pthread_mutex_lock(&c->lock);
-		ctl_job_over(c, run[0].jobs);
+		cache_job_over(c, run[0].jobs);
 		run[0] = run[1];
 		nrun--;
 	}
 	pthread_mutex_unlock(&c->lock);
 }
 
-void *ctl_backup_thread(void *arg)
+void *cache_backup_thread(void *arg)
 {
 	struct hc_cache *c = arg;
-	ctl_run_queue(c, &c->q_d2h);
+	cache_run_queue(c, &c->q_d2h);
 	return NULL;
 }
 
-void *ctl_l3_thread(void *arg)
+void *cache_l3_thread(void *arg)
 {
 	struct hc_cache *c = arg;
-	ctl_run_l3_queue(c);
+	cache_run_l3_queue(c);
 	return NULL;
 }

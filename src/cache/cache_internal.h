@@ -27,8 +27,8 @@
 
 enum pf_state { PF_NONE, PF_QUERY, PF_IO, PF_DONE };
 
-struct ctl_job {
-	struct ctl_job *next;
+struct cache_job {
+	struct cache_job *next;
 	bool l3_only;
 	bool mamba; /* l3_only: one host Mamba state (host[0]) under keys[0] */
 	/* device -> host: npages ending at node (locked), their device slots */
@@ -40,8 +40,8 @@ struct ctl_job {
 	uint64_t *host;
 };
 
-struct ctl_queue {
-	struct ctl_job *head, *tail;
+struct cache_queue {
+	struct cache_job *head, *tail;
 };
 
 struct hc_cache_req {
@@ -91,7 +91,7 @@ struct hc_cache {
 	struct hc_slots *own_slots;
 	struct dev_tier *dev;
 	struct hc_store *store;
-	struct ctl_keyset *keyset; /* no_data L3 */
+	struct cache_keyset *keyset; /* no_data L3 */
 	bool l3;
 	/* Pools this cache registered with o.store, unregistered at close. */
 	bool reg_kv, reg_mamba;
@@ -106,7 +106,7 @@ struct hc_cache {
 	uint64_t mhost_n;
 	uint16_t *mhost_busy;
 	bool *mhost_deferred;
-	struct ctl_keyset *mkeyset; /* no_data L3 states */
+	struct cache_keyset *mkeyset; /* no_data L3 states */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* state changes callers wait for: backups, prefetches */
@@ -122,7 +122,7 @@ struct hc_cache {
 	size_t npend, cap_pend;
 	uint64_t pend_pages;
 
-	struct ctl_queue q_d2h, q_l3;
+	struct cache_queue q_d2h, q_l3;
 	size_t backups_running;
 	bool d2h_done; /* the backup thread has exited: nothing more for the L3 queue */
 	struct hc_cache_req *q_query, *q_io;
@@ -136,85 +136,85 @@ struct hc_cache {
 
 /* ---- cache_l3.c ---- */
 
-int64_t ctl_l3_exists(struct hc_cache *c, const struct hc_key *keys, size_t n);
+int64_t cache_l3_exists(struct hc_cache *c, const struct hc_key *keys, size_t n);
 /* Hybrid: the usable L3 prefix of keys[0..n): KV pages that exist, cut at
  * the last page with a state (exists_v2, trailing_pages with N = 1). */
-int64_t ctl_l3_exists_mamba(struct hc_cache *c, const struct hc_key *keys, size_t n);
+int64_t cache_l3_exists_mamba(struct hc_cache *c, const struct hc_key *keys, size_t n);
 /* Hybrid: read the state stored under key into host state slot. */
-int ctl_l3_get_mamba(struct hc_cache *c, const struct hc_key *key, uint64_t slot);
-int64_t ctl_l3_get(struct hc_cache *c, const struct hc_key *keys, size_t n, const uint64_t *host);
-int ctl_l3_set(struct hc_cache *c, const struct hc_key *keys, size_t n, const uint64_t *host);
+int cache_l3_get_mamba(struct hc_cache *c, const struct hc_key *key, uint64_t slot);
+int64_t cache_l3_get(struct hc_cache *c, const struct hc_key *keys, size_t n, const uint64_t *host);
+int cache_l3_set(struct hc_cache *c, const struct hc_key *keys, size_t n, const uint64_t *host);
 
 /* ---- cache_slots.c ---- */
 
-void ctl_host_free(struct hc_cache *c, size_t n, const uint64_t *slots);
-void ctl_free_slots(void *arg, enum radix_tier tier, const uint64_t *slots, size_t n);
+void cache_host_free(struct hc_cache *c, size_t n, const uint64_t *slots);
+void cache_free_slots(void *arg, enum radix_tier tier, const uint64_t *slots, size_t n);
 /* Evict host pages until n slots are free or nothing more can go; pages
  * an L3 set still reads give their slots back only when the set ends, so
  * one round of eviction may not be enough. Returns the free slots. */
-uint64_t ctl_host_room(struct hc_cache *c, size_t n);
-int ctl_host_alloc(struct hc_cache *c, size_t n, uint64_t *out);
+uint64_t cache_host_room(struct hc_cache *c, size_t n);
+int cache_host_alloc(struct hc_cache *c, size_t n, uint64_t *out);
 /* Host room for a device->host backup (backup thread, c->lock held). When
  * the only slots to be had are ones an L3 set still reads, wait for the
  * sets: otherwise device copies outrun a slow store and the pages they
  * back up are dropped. */
-int ctl_host_alloc_backup(struct hc_cache *c, size_t n, uint64_t *out);
+int cache_host_alloc_backup(struct hc_cache *c, size_t n, uint64_t *out);
 /* c->lock held; dropped while waiting for backups (callers hold pins and
  * locks on what they need, nothing else). */
-int ctl_dev_alloc(struct hc_cache *c, size_t n, uint64_t *out);
+int cache_dev_alloc(struct hc_cache *c, size_t n, uint64_t *out);
 
 /* ---- cache_mamba.c ---- */
 
-void ctl_mhost_free(struct hc_cache *c, uint64_t s);
-void ctl_free_mamba(void *arg, enum radix_tier tier, uint64_t slot);
+void cache_mhost_free(struct hc_cache *c, uint64_t s);
+void cache_free_mamba(void *arg, enum radix_tier tier, uint64_t slot);
 /* One host state slot; the host state LRU makes room. */
-int ctl_mhost_alloc(struct hc_cache *c, uint64_t *out);
+int cache_mhost_alloc(struct hc_cache *c, uint64_t *out);
 /* A new host state for node from src (NULL: no bytes), backed up to L3.
  * Returns the slot or RADIX_NO_SLOT (no room). */
-uint64_t ctl_mamba_host_new(struct hc_cache *c, const struct radix_node *node, const void *src);
+uint64_t cache_mamba_host_new(struct hc_cache *c, const struct radix_node *node, const void *src);
 /* Host copy of node's device state (write_through at insert, selective once
  * hot): the state's L2 copy is what survives device eviction. */
-void ctl_mamba_to_host(struct hc_cache *c, struct radix_node *node);
+void cache_mamba_to_host(struct hc_cache *c, struct radix_node *node);
 /* Hybrid: device and host state pools; the host one registered as "mamba". */
-int ctl_open_mamba(struct hc_cache *c, uint64_t dev_pages, uint64_t host_pages);
+int cache_open_mamba(struct hc_cache *c, uint64_t dev_pages, uint64_t host_pages);
 /* Hybrid: give node (just inserted, on device) the request's state: a
  * device state, and for write_through (or when the device has no room) a
  * host one backed up to L3. The lock keeps node on device meanwhile. */
-void ctl_mamba_attach(struct hc_cache *c, struct radix_node *node, const uint8_t *src);
+void cache_mamba_attach(struct hc_cache *c, struct radix_node *node, const uint8_t *src);
 
 /* ---- cache_backup.c ---- */
 
 /* Queue an L3 set of one host Mamba state under key (busy until it ends). */
-void ctl_queue_l3_mamba(struct hc_cache *c, const struct hc_key *key, uint64_t slot);
+void cache_queue_l3_mamba(struct hc_cache *c, const struct hc_key *key, uint64_t slot);
 /* RADIX_WRITE_BACK: the tree evicts an unbacked device node; copy it to host
  * now (synchronously: the tree needs the slots), then back it up to L3. */
-int ctl_write_back(void *arg, const struct radix_node *node, uint64_t *host_out,
-		   uint64_t *mamba_host);
+int cache_write_back(void *arg, const struct radix_node *node, uint64_t *host_out,
+		     uint64_t *mamba_host);
 /* Queue a device -> host backup of the npages ending at node; the job
  * holds a device lock on node until the copy is acknowledged. */
-void ctl_queue_backup(struct hc_cache *c, struct radix_node *node, size_t npages);
+void cache_queue_backup(struct hc_cache *c, struct radix_node *node, size_t npages);
 /* write_back (c->lock held): while fewer than an eighth of the device
  * pages are free or on their way to host, copy the least recently used
  * device leaf to host in the background. The eviction that comes next
  * then drops a page that is on host already instead of copying it under
  * the lock. */
-void ctl_write_back_ahead(struct hc_cache *c);
-void *ctl_backup_thread(void *arg);
-void *ctl_l3_thread(void *arg);
+void cache_write_back_ahead(struct hc_cache *c);
+void *cache_backup_thread(void *arg);
+void *cache_l3_thread(void *arg);
 
 /* ---- cache_prefetch.c ---- */
 
 /* The query step of r's prefetch (c->lock held; dropped while hashing and
  * asking the store): reserve host slots for the L3 prefix and hand r to
  * the I/O step, or finish the prefetch. */
-void ctl_pf_query(struct hc_cache *c, struct hc_cache_req *r);
-void *ctl_query_thread(void *arg);
-void *ctl_io_thread(void *arg);
+void cache_pf_query(struct hc_cache *c, struct hc_cache_req *r);
+void *cache_query_thread(void *arg);
+void *cache_io_thread(void *arg);
 
 /* ---- cache_req.c ---- */
 
-void ctl_req_free(struct hc_cache_req *r);
+void cache_req_free(struct hc_cache_req *r);
 /* Drop a reference (c->lock held); true when the caller must free r. */
-bool ctl_req_put(struct hc_cache_req *r);
+bool cache_req_put(struct hc_cache_req *r);
 
 #endif

@@ -17,11 +17,11 @@
 #include <string.h>
 #include <time.h>
 
-int64_t ctl_l3_exists(struct hc_cache *c, const struct hc_key *keys, size_t n)
+int64_t cache_l3_exists(struct hc_cache *c, const struct hc_key *keys, size_t n)
 {
 	if (c->keyset) {
 		size_t i = 0;
-		while (i < n && ctl_keyset_has(c->keyset, &keys[i]))
+		while (i < n && cache_keyset_has(c->keyset, &keys[i]))
 			i++;
 		return (int64_t)i;
 	}
@@ -30,11 +30,11 @@ int64_t ctl_l3_exists(struct hc_cache *c, const struct hc_key *keys, size_t n)
 
 /* Hybrid: the usable L3 prefix of keys[0..n): KV pages that exist, cut at
  * the last page with a state (exists_v2, trailing_pages with N = 1). */
-int64_t ctl_l3_exists_mamba(struct hc_cache *c, const struct hc_key *keys, size_t n)
+int64_t cache_l3_exists_mamba(struct hc_cache *c, const struct hc_key *keys, size_t n)
 {
 	if (c->mkeyset) {
-		int64_t kv = ctl_l3_exists(c, keys, n);
-		while (kv > 0 && !ctl_keyset_has(c->mkeyset, &keys[kv - 1]))
+		int64_t kv = cache_l3_exists(c, keys, n);
+		while (kv > 0 && !cache_keyset_has(c->mkeyset, &keys[kv - 1]))
 			kv--;
 		return kv;
 	}
@@ -47,27 +47,27 @@ int64_t ctl_l3_exists_mamba(struct hc_cache *c, const struct hc_key *keys, size_
 }
 
 /* Hybrid: read the state stored under key into host state slot. */
-int ctl_l3_get_mamba(struct hc_cache *c, const struct hc_key *key, uint64_t slot)
+int cache_l3_get_mamba(struct hc_cache *c, const struct hc_key *key, uint64_t slot)
 {
 	if (c->mkeyset)
-		return ctl_keyset_has(c->mkeyset, key) ? 0 : -ENOENT;
+		return cache_keyset_has(c->mkeyset, key) ? 0 : -ENOENT;
 	struct hc_pool_transfer t = {.pool = "mamba", .keys = key, .n = 1, .pages = &slot};
 	int rc = hc_store_get_v2(c->store, &t, 1);
 	return rc < 0 ? rc : rc == 1 ? 0 : -ENOENT;
 }
 
-int64_t ctl_l3_get(struct hc_cache *c, const struct hc_key *keys, size_t n, const uint64_t *host)
+int64_t cache_l3_get(struct hc_cache *c, const struct hc_key *keys, size_t n, const uint64_t *host)
 {
 	if (c->keyset)
-		return ctl_l3_exists(c, keys, n);
+		return cache_l3_exists(c, keys, n);
 	return hc_store_get(c->store, keys, n, host, NULL);
 }
 
-int ctl_l3_set(struct hc_cache *c, const struct hc_key *keys, size_t n, const uint64_t *host)
+int cache_l3_set(struct hc_cache *c, const struct hc_key *keys, size_t n, const uint64_t *host)
 {
 	if (c->keyset) {
 		for (size_t i = 0; i < n; i++) {
-			int rc = ctl_keyset_add(c->keyset, &keys[i]);
+			int rc = cache_keyset_add(c->keyset, &keys[i]);
 			if (rc)
 				return rc;
 		}

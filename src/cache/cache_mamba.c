@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-void ctl_mhost_free(struct hc_cache *c, uint64_t s)
+void cache_mhost_free(struct hc_cache *c, uint64_t s)
 {
 	if (c->mhost_busy[s])
 		c->mhost_deferred[s] = true; /* an L3 set still reads it */
@@ -26,19 +26,19 @@ void ctl_mhost_free(struct hc_cache *c, uint64_t s)
 		log_error("cache: host Mamba slot %llu freed twice", (unsigned long long)s);
 }
 
-void ctl_free_mamba(void *arg, enum radix_tier tier, uint64_t slot)
+void cache_free_mamba(void *arg, enum radix_tier tier, uint64_t slot)
 {
 	struct hc_cache *c = arg;
 	if (tier == RADIX_DEV) {
 		if (hc_slots_free(c->mdev_slots, 1, &slot))
 			log_error("cache: device Mamba slot freed twice");
 	} else {
-		ctl_mhost_free(c, slot);
+		cache_mhost_free(c, slot);
 	}
 }
 
 /* One host state slot; the host state LRU makes room. */
-int ctl_mhost_alloc(struct hc_cache *c, uint64_t *out)
+int cache_mhost_alloc(struct hc_cache *c, uint64_t *out)
 {
 	/* A state an L3 set still reads frees its slot only when the set
 	 * ends: evict the next one rather than lose the new state. */
@@ -49,7 +49,7 @@ int ctl_mhost_alloc(struct hc_cache *c, uint64_t *out)
 }
 
 /* One device state slot: device states leave with their device pages. */
-static int ctl_mdev_alloc(struct hc_cache *c, uint64_t *out)
+static int cache_mdev_alloc(struct hc_cache *c, uint64_t *out)
 {
 	while (hc_slots_available(c->mdev_slots) == 0)
 		if (radix_evict_device(c->tree, 1, &c->ops) <= 0)
@@ -57,7 +57,7 @@ static int ctl_mdev_alloc(struct hc_cache *c, uint64_t *out)
 	return hc_slots_alloc(c->mdev_slots, 1, out);
 }
 
-static void ctl_mhost_put(struct hc_cache *c, uint64_t slot, const void *src)
+static void cache_mhost_put(struct hc_cache *c, uint64_t slot, const void *src)
 {
 	if (c->mhost_pool && src)
 		hc_pool_scatter(c->mhost_pool, slot, src, c->mbytes);
@@ -65,34 +65,34 @@ static void ctl_mhost_put(struct hc_cache *c, uint64_t slot, const void *src)
 
 /* A new host state for node from src (NULL: no bytes), backed up to L3.
  * Returns the slot or RADIX_NO_SLOT (no room). */
-uint64_t ctl_mamba_host_new(struct hc_cache *c, const struct radix_node *node, const void *src)
+uint64_t cache_mamba_host_new(struct hc_cache *c, const struct radix_node *node, const void *src)
 {
 	uint64_t slot;
-	if (ctl_mhost_alloc(c, &slot))
+	if (cache_mhost_alloc(c, &slot))
 		return RADIX_NO_SLOT;
-	ctl_mhost_put(c, slot, src);
+	cache_mhost_put(c, slot, src);
 	struct radix_node_info ni;
 	radix_node_info(node, &ni);
-	ctl_queue_l3_mamba(c, &ni.keys[ni.pages - 1], slot);
+	cache_queue_l3_mamba(c, &ni.keys[ni.pages - 1], slot);
 	return slot;
 }
 
 /* Host copy of node's device state (write_through at insert, selective once
  * hot): the state's L2 copy is what survives device eviction. */
-void ctl_mamba_to_host(struct hc_cache *c, struct radix_node *node)
+void cache_mamba_to_host(struct hc_cache *c, struct radix_node *node)
 {
 	struct radix_node_info ni;
 	radix_node_info(node, &ni);
 	if (ni.mamba[RADIX_DEV] == RADIX_NO_SLOT || ni.mamba[RADIX_HOST] != RADIX_NO_SLOT)
 		return;
 	const void *src = c->mdev_mem ? c->mdev_mem + ni.mamba[RADIX_DEV] * c->mbytes : NULL;
-	uint64_t slot = ctl_mamba_host_new(c, node, src);
+	uint64_t slot = cache_mamba_host_new(c, node, src);
 	if (slot != RADIX_NO_SLOT && radix_mamba_set(c->tree, node, RADIX_HOST, slot))
-		ctl_mhost_free(c, slot);
+		cache_mhost_free(c, slot);
 }
 
 /* Hybrid: device and host state pools; the host one registered as "mamba". */
-int ctl_open_mamba(struct hc_cache *c, uint64_t dev_pages, uint64_t host_pages)
+int cache_open_mamba(struct hc_cache *c, uint64_t dev_pages, uint64_t host_pages)
 {
 	const struct hc_cache_opts *o = &c->o;
 	uint64_t nd = o->mamba_dev_states ? o->mamba_dev_states : dev_pages;
@@ -101,8 +101,8 @@ int ctl_open_mamba(struct hc_cache *c, uint64_t dev_pages, uint64_t host_pages)
 	c->hybrid = true;
 	c->mbytes = o->mamba_bytes;
 	c->mhost_n = nh;
-	c->mhost_busy = hc_fault_calloc(nh, sizeof(*c->mhost_busy));
-	c->mhost_deferred = hc_fault_calloc(nh, sizeof(*c->mhost_deferred));
+	c->mhost_busy = util_fault_calloc(nh, sizeof(*c->mhost_busy));
+	c->mhost_deferred = util_fault_calloc(nh, sizeof(*c->mhost_deferred));
 	if (!c->mhost_busy || !c->mhost_deferred)
 		return util_fail(-ENOMEM, "cache: out of memory");
 	if ((rc = hc_slots_create(nd, &c->mdev_slots)))
@@ -111,11 +111,11 @@ int ctl_open_mamba(struct hc_cache *c, uint64_t dev_pages, uint64_t host_pages)
 		if ((rc = hc_slots_create(nh, &c->own_mhost_slots)))
 			return rc;
 		c->mhost_slots = c->own_mhost_slots;
-		if (o->store && (rc = ctl_keyset_create(&c->mkeyset)))
+		if (o->store && (rc = cache_keyset_create(&c->mkeyset)))
 			return util_fail(rc, "cache: no memory for the Mamba key set");
 		return 0;
 	}
-	if (nd > SIZE_MAX / c->mbytes || !(c->mdev_mem = hc_fault_malloc(nd * c->mbytes)))
+	if (nd > SIZE_MAX / c->mbytes || !(c->mdev_mem = util_fault_malloc(nd * c->mbytes)))
 		return util_fail(-ENOMEM, "cache: %llu device Mamba states: out of memory",
 				 (unsigned long long)nd);
 	struct hc_mamba_geometry g = {.slots = nh, .layers = 1, .temporal_bytes = c->mbytes};
@@ -131,14 +131,14 @@ int ctl_open_mamba(struct hc_cache *c, uint64_t dev_pages, uint64_t host_pages)
 /* Hybrid: give node (just inserted, on device) the request's state: a
  * device state, and for write_through (or when the device has no room) a
  * host one backed up to L3. The lock keeps node on device meanwhile. */
-void ctl_mamba_attach(struct hc_cache *c, struct radix_node *node, const uint8_t *src)
+void cache_mamba_attach(struct hc_cache *c, struct radix_node *node, const uint8_t *src)
 {
 	struct radix_node_info ni;
 	uint64_t slot;
 	radix_lock(c->tree, node);
 	radix_node_info(node, &ni);
 	bool dev = ni.mamba[RADIX_DEV] != RADIX_NO_SLOT;
-	if (!dev && !ctl_mdev_alloc(c, &slot)) {
+	if (!dev && !cache_mdev_alloc(c, &slot)) {
 		if (c->mdev_mem && src)
 			memcpy(c->mdev_mem + slot * c->mbytes, src, c->mbytes);
 		if (radix_mamba_set(c->tree, node, RADIX_DEV, slot))
@@ -147,14 +147,14 @@ void ctl_mamba_attach(struct hc_cache *c, struct radix_node *node, const uint8_t
 			dev = true;
 	}
 	if (dev && c->o.write_policy == HC_WRITE_THROUGH) {
-		ctl_mamba_to_host(c, node);
+		cache_mamba_to_host(c, node);
 	} else if (!dev) {
 		radix_node_info(node, &ni);
 		if (ni.mamba[RADIX_HOST] == RADIX_NO_SLOT) {
-			slot = ctl_mamba_host_new(c, node, src);
+			slot = cache_mamba_host_new(c, node, src);
 			if (slot != RADIX_NO_SLOT &&
 			    radix_mamba_set(c->tree, node, RADIX_HOST, slot))
-				ctl_mhost_free(c, slot);
+				cache_mhost_free(c, slot);
 		}
 	}
 	radix_unlock(c->tree, node);
@@ -170,7 +170,7 @@ int hc_cache_mamba_write(struct hc_cache_req *r, const void *state, size_t len)
 	if (!c->o.no_data && (!state || len != c->mbytes))
 		return util_fail(-EINVAL, "hc_cache_mamba_write: %zu bytes, want %zu", len,
 				 c->mbytes);
-	if (!r->mstate && !(r->mstate = hc_fault_malloc(c->mbytes)))
+	if (!r->mstate && !(r->mstate = util_fault_malloc(c->mbytes)))
 		return util_fail(-ENOMEM, "cache: out of memory");
 	if (state && len == c->mbytes)
 		memcpy(r->mstate, state, c->mbytes);

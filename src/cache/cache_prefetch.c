@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-static void ctl_pf_finish(struct hc_cache *c, struct hc_cache_req *r)
+static void cache_pf_finish(struct hc_cache *c, struct hc_cache_req *r)
 {
 	r->pf = PF_DONE;
 	c->pf_running--;
@@ -27,43 +27,43 @@ static void ctl_pf_finish(struct hc_cache *c, struct hc_cache_req *r)
 /* Host pages a prefetch of want pages can reserve now (c->lock held):
  * at most half the host pool over all prefetches in flight, evicting
  * host pages to make room; 0 when that is under the threshold. */
-static size_t ctl_pf_fit(struct hc_cache *c, size_t want)
+static size_t cache_pf_fit(struct hc_cache *c, size_t want)
 {
 	uint64_t cap = c->host_pages / 2 > c->reserved ? c->host_pages / 2 - c->reserved : 0;
 	size_t h = want < cap ? want : (size_t)cap;
 	if (h * c->ps < c->o.prefetch_threshold)
 		return 0;
-	uint64_t avail = ctl_host_room(c, h);
+	uint64_t avail = cache_host_room(c, h);
 	if (avail < h)
 		h = (size_t)avail;
 	return h * c->ps < c->o.prefetch_threshold ? 0 : h;
 }
 
-static void ctl_pf_io(struct hc_cache *c, struct hc_cache_req *r);
+static void cache_pf_io(struct hc_cache *c, struct hc_cache_req *r);
 
 /* The query step of r's prefetch (c->lock held; dropped while hashing and
  * asking the store): reserve host slots for the L3 prefix and hand r to
  * the I/O step, or finish the prefetch. */
-void ctl_pf_query(struct hc_cache *c, struct hc_cache_req *r)
+void cache_pf_query(struct hc_cache *c, struct hc_cache_req *r)
 {
 	bool revoked = r->revoked;
 	pthread_mutex_unlock(&c->lock);
 
 	size_t tail = r->npages - r->pf_first;
 	int64_t hits = 0;
-	r->pf_keys = revoked ? NULL : hc_fault_malloc(tail * sizeof(*r->pf_keys));
+	r->pf_keys = revoked ? NULL : util_fault_malloc(tail * sizeof(*r->pf_keys));
 	if (r->pf_keys &&
 	    hc_key_chain(r->has_prior ? &r->prior : NULL, r->tokens + r->pf_first * c->ps,
 			 tail * c->ps, c->ps, r->pf_keys, tail) == (int64_t)tail) {
 		if (c->hybrid) {
-			hits = ctl_l3_exists_mamba(c, r->pf_keys, tail);
+			hits = cache_l3_exists_mamba(c, r->pf_keys, tail);
 			if (hits < 0)
 				hits = 0;
 			tail = 0; /* the loop below is for KV only */
 		}
 		for (size_t off = 0; off < tail; off += CTL_BATCH) {
 			size_t n = tail - off < CTL_BATCH ? tail - off : CTL_BATCH;
-			int64_t e = ctl_l3_exists(c, r->pf_keys + off, n);
+			int64_t e = cache_l3_exists(c, r->pf_keys + off, n);
 			if (e > 0)
 				hits += e;
 			if (e < (int64_t)n)
@@ -72,23 +72,23 @@ void ctl_pf_query(struct hc_cache *c, struct hc_cache_req *r)
 	}
 
 	pthread_mutex_lock(&c->lock);
-	size_t h = r->revoked ? 0 : ctl_pf_fit(c, (size_t)hits);
+	size_t h = r->revoked ? 0 : cache_pf_fit(c, (size_t)hits);
 	if (c->hybrid && h && h < (size_t)hits) {
 		/* A shorter prefetch must also end at a page with a state:
 		 * ask again within what fits. */
 		pthread_mutex_unlock(&c->lock);
-		hits = ctl_l3_exists_mamba(c, r->pf_keys, h);
+		hits = cache_l3_exists_mamba(c, r->pf_keys, h);
 		pthread_mutex_lock(&c->lock);
-		h = r->revoked || hits <= 0 ? 0 : ctl_pf_fit(c, (size_t)hits);
+		h = r->revoked || hits <= 0 ? 0 : cache_pf_fit(c, (size_t)hits);
 		if (h < (size_t)hits)
 			h = 0;
 	}
 	if (h) {
-		r->pf_slots = hc_fault_malloc(h * sizeof(*r->pf_slots));
+		r->pf_slots = util_fault_malloc(h * sizeof(*r->pf_slots));
 		if (!r->pf_slots || hc_slots_alloc(c->host_slots, h, r->pf_slots))
 			h = 0;
 		if (h && c->hybrid) {
-			if (ctl_mhost_alloc(c, &r->pf_mslot)) {
+			if (cache_mhost_alloc(c, &r->pf_mslot)) {
 				hc_slots_free(c->host_slots, h, r->pf_slots);
 				h = 0;
 			} else {
@@ -102,7 +102,7 @@ void ctl_pf_query(struct hc_cache *c, struct hc_cache_req *r)
 		r->info.l3_pending = h * c->ps;
 		r->pf = PF_IO;
 		if (c->o.no_data) {
-			ctl_pf_io(c, r);
+			cache_pf_io(c, r);
 			return;
 		}
 		r->qnext = NULL;
@@ -112,13 +112,13 @@ void ctl_pf_query(struct hc_cache *c, struct hc_cache_req *r)
 		*p = r;
 		pthread_cond_signal(&c->wake_io);
 	} else {
-		ctl_pf_finish(c, r);
-		if (ctl_req_put(r))
-			ctl_req_free(r);
+		cache_pf_finish(c, r);
+		if (cache_req_put(r))
+			cache_req_free(r);
 	}
 }
 
-void *ctl_query_thread(void *arg)
+void *cache_query_thread(void *arg)
 {
 	struct hc_cache *c = arg;
 	pthread_mutex_lock(&c->lock);
@@ -129,7 +129,7 @@ void *ctl_query_thread(void *arg)
 		if (!r)
 			break;
 		c->q_query = r->qnext;
-		ctl_pf_query(c, r);
+		cache_pf_query(c, r);
 	}
 	c->query_done = true;
 	pthread_cond_signal(&c->wake_io);
@@ -138,13 +138,13 @@ void *ctl_query_thread(void *arg)
 }
 
 /* Insert pages [pf_first + off, + g) as host pages (c->lock held). */
-static bool ctl_pf_insert(struct hc_cache *c, struct hc_cache_req *r, size_t off, size_t g)
+static bool cache_pf_insert(struct hc_cache *c, struct hc_cache_req *r, size_t off, size_t g)
 {
 	size_t end = r->pf_first + off + g;
-	uint64_t *arr = hc_fault_malloc(end * sizeof(*arr));
+	uint64_t *arr = util_fault_malloc(end * sizeof(*arr));
 	struct radix_insert res;
 	if (!arr) {
-		ctl_host_free(c, g, r->pf_slots + off);
+		cache_host_free(c, g, r->pf_slots + off);
 		return false;
 	}
 	for (size_t i = 0; i < end; i++)
@@ -155,10 +155,10 @@ static bool ctl_pf_insert(struct hc_cache *c, struct hc_cache_req *r, size_t off
 	 * after the last chunk; until then pf_pin keeps the chunks alive. */
 	bool fin = !c->hybrid || off + g == r->pf_pages;
 	if (rc) {
-		ctl_host_free(c, g, r->pf_slots + off);
+		cache_host_free(c, g, r->pf_slots + off);
 	} else if (!fin) {
 		for (size_t i = r->pf_first + off; i < res.kept && i < end; i++)
-			ctl_host_free(c, 1, &arr[i]);
+			cache_host_free(c, 1, &arr[i]);
 		radix_pin_host(c->tree, res.node);
 		if (r->pf_pin)
 			radix_unpin_host(c->tree, r->pf_pin);
@@ -168,7 +168,7 @@ static bool ctl_pf_insert(struct hc_cache *c, struct hc_cache_req *r, size_t off
 	} else {
 		/* Pages someone else brought in meanwhile stay ours to free. */
 		for (size_t i = r->pf_first + off; i < res.kept && i < end; i++)
-			ctl_host_free(c, 1, &arr[i]);
+			cache_host_free(c, 1, &arr[i]);
 		if (c->hybrid) {
 			int mrc = radix_mamba_set(c->tree, res.node, RADIX_HOST, r->pf_mslot);
 			if (!mrc) {
@@ -202,13 +202,13 @@ static bool ctl_pf_insert(struct hc_cache *c, struct hc_cache_req *r, size_t off
 /* The I/O step of r's prefetch (c->lock held; dropped while reading):
  * read the reserved pages, insert them as host pages, release what was
  * not used, finish. */
-static void ctl_pf_io(struct hc_cache *c, struct hc_cache_req *r)
+static void cache_pf_io(struct hc_cache *c, struct hc_cache_req *r)
 {
 	size_t off = 0;
 	if (r->pf_mamba && !r->revoked) {
 		/* The state first: without it the KV pages are of no use. */
 		pthread_mutex_unlock(&c->lock);
-		int mrc = ctl_l3_get_mamba(c, &r->pf_keys[r->pf_pages - 1], r->pf_mslot);
+		int mrc = cache_l3_get_mamba(c, &r->pf_keys[r->pf_pages - 1], r->pf_mslot);
 		pthread_mutex_lock(&c->lock);
 		if (mrc)
 			goto release; /* off = 0: every reserved KV slot goes back */
@@ -216,11 +216,11 @@ static void ctl_pf_io(struct hc_cache *c, struct hc_cache_req *r)
 	while (off < r->pf_pages && !r->revoked) {
 		size_t n = r->pf_pages - off < CTL_BATCH ? r->pf_pages - off : CTL_BATCH;
 		pthread_mutex_unlock(&c->lock);
-		int64_t g = ctl_l3_get(c, r->pf_keys + off, n, r->pf_slots + off);
+		int64_t g = cache_l3_get(c, r->pf_keys + off, n, r->pf_slots + off);
 		pthread_mutex_lock(&c->lock);
 		if (g <= 0 || r->revoked)
 			break;
-		bool ok = ctl_pf_insert(c, r, off, (size_t)g);
+		bool ok = cache_pf_insert(c, r, off, (size_t)g);
 		off += (size_t)g; /* inserted, or freed on failure */
 		if (!ok || (size_t)g < n)
 			break;
@@ -232,19 +232,19 @@ release:
 		r->pf_pin = NULL;
 	}
 	if (r->pf_mamba) {
-		ctl_mhost_free(c, r->pf_mslot);
+		cache_mhost_free(c, r->pf_mslot);
 		r->pf_mamba = false;
 	}
 	if (r->pf_pages > off)
-		ctl_host_free(c, r->pf_pages - off, r->pf_slots + off);
+		cache_host_free(c, r->pf_pages - off, r->pf_slots + off);
 	c->reserved -= r->pf_pages;
 	r->info.l3_pending = 0;
-	ctl_pf_finish(c, r);
-	if (ctl_req_put(r))
-		ctl_req_free(r);
+	cache_pf_finish(c, r);
+	if (cache_req_put(r))
+		cache_req_free(r);
 }
 
-void *ctl_io_thread(void *arg)
+void *cache_io_thread(void *arg)
 {
 	struct hc_cache *c = arg;
 	pthread_mutex_lock(&c->lock);
@@ -256,7 +256,7 @@ void *ctl_io_thread(void *arg)
 		if (!r)
 			break;
 		c->q_io = r->qnext;
-		ctl_pf_io(c, r);
+		cache_pf_io(c, r);
 	}
 	pthread_mutex_unlock(&c->lock);
 	return NULL;

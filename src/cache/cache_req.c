@@ -19,7 +19,7 @@
 
 /* ---- requests ---- */
 
-void ctl_req_free(struct hc_cache_req *r)
+void cache_req_free(struct hc_cache_req *r)
 {
 	free(r->tokens);
 	free(r->pf_slots);
@@ -31,7 +31,7 @@ void ctl_req_free(struct hc_cache_req *r)
 }
 
 /* Drop a reference (c->lock held); true when the caller must free r. */
-bool ctl_req_put(struct hc_cache_req *r)
+bool cache_req_put(struct hc_cache_req *r)
 {
 	return --r->refs == 0;
 }
@@ -39,7 +39,7 @@ bool ctl_req_put(struct hc_cache_req *r)
 /* ---- request lifecycle ---- */
 
 /* Device-lock n instead of the request's current lock node (c->lock held). */
-static void ctl_req_relock(struct hc_cache *c, struct hc_cache_req *r, struct radix_node *n)
+static void cache_req_relock(struct hc_cache *c, struct hc_cache_req *r, struct radix_node *n)
 {
 	if (n == r->lock_node)
 		return;
@@ -53,15 +53,15 @@ static void ctl_req_relock(struct hc_cache *c, struct hc_cache_req *r, struct ra
 }
 
 /* write_through_selective: back up device nodes of the match hit twice. */
-static void ctl_selective(struct hc_cache *c, struct radix_node *n)
+static void cache_selective(struct hc_cache *c, struct radix_node *n)
 {
 	struct radix_node_info ni;
 	for (; n && n != radix_root(c->tree); n = ni.parent) {
 		radix_node_info(n, &ni);
 		if (ni.dev && !ni.host && ni.hits >= 2)
-			ctl_queue_backup(c, n, ni.pages);
+			cache_queue_backup(c, n, ni.pages);
 		if (c->hybrid && ni.hits >= 2)
-			ctl_mamba_to_host(c, n);
+			cache_mamba_to_host(c, n);
 	}
 }
 
@@ -71,10 +71,10 @@ int hc_cache_match(struct hc_cache *c, const uint32_t *tokens, size_t ntokens,
 	if (!c || !out || (!tokens && ntokens))
 		return util_fail(-EINVAL, "hc_cache_match: NULL argument");
 	*out = NULL;
-	struct hc_cache_req *r = hc_fault_calloc(1, sizeof(*r));
+	struct hc_cache_req *r = util_fault_calloc(1, sizeof(*r));
 	if (!r)
 		return util_fail(-ENOMEM, "cache: out of memory");
-	r->tokens = hc_fault_malloc((ntokens ? ntokens : 1) * sizeof(*tokens));
+	r->tokens = util_fault_malloc((ntokens ? ntokens : 1) * sizeof(*tokens));
 	if (!r->tokens) {
 		free(r);
 		return util_fail(-ENOMEM, "cache: out of memory");
@@ -92,7 +92,7 @@ int hc_cache_match(struct hc_cache *c, const uint32_t *tokens, size_t ntokens,
 	int rc = radix_match(c->tree, tokens, ntokens, &m);
 	if (rc && rc != -ENOMEM) {
 		pthread_mutex_unlock(&c->lock);
-		ctl_req_free(r);
+		cache_req_free(r);
 		return rc;
 	}
 	/* Hybrid: only the prefix up to the Mamba boundary is usable; the
@@ -100,7 +100,7 @@ int hc_cache_match(struct hc_cache *c, const uint32_t *tokens, size_t ntokens,
 	size_t usable = c->hybrid ? m.mamba_pages : m.pages;
 	struct radix_node *end_node = c->hybrid ? m.mamba_node : m.last_node;
 	size_t devp = m.dev_pages < usable ? m.dev_pages : usable;
-	ctl_req_relock(c, r, m.dev_pages <= usable ? m.dev_node : end_node);
+	cache_req_relock(c, r, m.dev_pages <= usable ? m.dev_node : end_node);
 	if (usable) {
 		radix_pin_host(c->tree, end_node);
 		r->pin_node = end_node;
@@ -115,7 +115,7 @@ int hc_cache_match(struct hc_cache *c, const uint32_t *tokens, size_t ntokens,
 	c->st.hit_tokens[0] += r->info.dev_tokens;
 	c->st.hit_tokens[1] += r->info.host_tokens;
 	if (c->o.write_policy == HC_WRITE_THROUGH_SELECTIVE)
-		ctl_selective(c, m.dev_node);
+		cache_selective(c, m.dev_node);
 	if (c->l3 && (r->npages - usable) * c->ps >= c->o.prefetch_threshold &&
 	    r->npages > usable) {
 		r->pf = PF_QUERY;
@@ -133,7 +133,7 @@ int hc_cache_match(struct hc_cache *c, const uint32_t *tokens, size_t ntokens,
 		c->st.prefetches++;
 		if (c->o.no_data) {
 			/* Metadata only: the prefetch completes here. */
-			ctl_pf_query(c, r);
+			cache_pf_query(c, r);
 		} else {
 			struct hc_cache_req **p = &c->q_query;
 			while (*p)
@@ -165,7 +165,7 @@ bool hc_cache_prefetch_done(struct hc_cache_req *r)
 }
 
 /* c->lock held. */
-static void ctl_revoke(struct hc_cache *c, struct hc_cache_req *r)
+static void cache_revoke(struct hc_cache *c, struct hc_cache_req *r)
 {
 	if ((r->pf == PF_QUERY || r->pf == PF_IO) && !r->revoked) {
 		r->revoked = true;
@@ -183,7 +183,7 @@ int64_t hc_cache_prefetch_wait(struct hc_cache_req *r, enum hc_cache_stop_policy
 		while (r->pf == PF_QUERY || r->pf == PF_IO)
 			pthread_cond_wait(&c->cond, &c->lock);
 	} else if (policy == HC_STOP_TIMEOUT) {
-		double secs = ctl_timeout_s(&c->o, (r->npages - r->pf_first) * c->ps);
+		double secs = cache_timeout_s(&c->o, (r->npages - r->pf_first) * c->ps);
 		uint64_t deadline = util_deadline_ns(r->start_ns, secs);
 		while ((r->pf == PF_QUERY || r->pf == PF_IO) && util_mono_ns() < deadline) {
 			/* The condition uses CLOCK_REALTIME: sleep in short slices. */
@@ -191,7 +191,7 @@ int64_t hc_cache_prefetch_wait(struct hc_cache_req *r, enum hc_cache_stop_policy
 			pthread_cond_timedwait(&c->cond, &c->lock, &rt);
 		}
 	}
-	ctl_revoke(c, r);
+	cache_revoke(c, r);
 	int64_t got = (int64_t)(r->pf_done * c->ps);
 	pthread_mutex_unlock(&c->lock);
 	return got;
@@ -204,7 +204,7 @@ int64_t hc_cache_load(struct hc_cache_req *r)
 	struct hc_cache *c = r->c;
 	unsigned mark = util_fail_mark(); /* what went wrong below says it best */
 	pthread_mutex_lock(&c->lock);
-	ctl_revoke(c, r);
+	cache_revoke(c, r);
 	if (r->load || r->allocated) {
 		pthread_mutex_unlock(&c->lock);
 		return util_fail(-EBUSY, "hc_cache_load: already loading or allocated");
@@ -214,8 +214,8 @@ int64_t hc_cache_load(struct hc_cache_req *r)
 		pthread_mutex_unlock(&c->lock);
 		return 0;
 	}
-	uint64_t *host = hc_fault_malloc(n * sizeof(*host));
-	uint64_t *dev = hc_fault_malloc(n * sizeof(*dev));
+	uint64_t *host = util_fault_malloc(n * sizeof(*host));
+	uint64_t *dev = util_fault_malloc(n * sizeof(*dev));
 	int rc = host && dev ? 0 : -ENOMEM;
 	if (!rc && radix_path_slots(r->pin_node, r->dev_pages, RADIX_HOST, host) != (int64_t)n) {
 		/* Someone put part of the range on device meanwhile: match again
@@ -223,7 +223,7 @@ int64_t hc_cache_load(struct hc_cache_req *r)
 		struct radix_match m;
 		rc = radix_match(c->tree, r->tokens, r->host_end * c->ps, &m);
 		if (!rc) {
-			ctl_req_relock(c, r, m.dev_node);
+			cache_req_relock(c, r, m.dev_node);
 			r->dev_pages = m.dev_pages;
 			n = r->host_end - r->dev_pages;
 			if (n && radix_path_slots(m.last_node, r->dev_pages, RADIX_HOST, host) !=
@@ -232,7 +232,7 @@ int64_t hc_cache_load(struct hc_cache_req *r)
 		}
 	}
 	if (!rc && n)
-		rc = ctl_dev_alloc(c, n, dev);
+		rc = cache_dev_alloc(c, n, dev);
 	if (!rc && n) {
 		rc = dev_copy_submit(c->dev, HC_COPY_H2D, dev, host, n, &r->load);
 		if (rc)
@@ -266,13 +266,13 @@ uint32_t hc_cache_layer_ready(const struct hc_cache_req *r)
 }
 
 /* Wait for the load and put its pages in the tree (keep) or drop them. */
-static int ctl_load_finish(struct hc_cache_req *r, bool keep)
+static int cache_load_finish(struct hc_cache_req *r, bool keep)
 {
 	struct hc_cache *c = r->c;
 	if (!r->load)
 		return 0;
 	int rc = dev_copy_wait(r->load, UINT32_MAX);
-	bool *taken = hc_fault_calloc(r->load_pages, sizeof(*taken));
+	bool *taken = util_fault_calloc(r->load_pages, sizeof(*taken));
 	pthread_mutex_lock(&c->lock);
 	/* Without the taken array nothing can be kept: the load fails as
 	 * out of memory, not as whatever -1 reads as. */
@@ -284,7 +284,7 @@ static int ctl_load_finish(struct hc_cache_req *r, bool keep)
 		if (got < 0 || !taken[i])
 			dev_free(c->dev, 1, &r->load_dev[i]);
 	if (got >= 0) {
-		ctl_req_relock(c, r, r->load_node);
+		cache_req_relock(c, r, r->load_node);
 		r->dev_pages += r->load_pages;
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -305,7 +305,7 @@ int hc_cache_layer_wait(struct hc_cache_req *r, uint32_t layer)
 	if (!r->load)
 		return 0;
 	if (layer >= r->c->o.kv.layers - 1)
-		return ctl_load_finish(r, true);
+		return cache_load_finish(r, true);
 	return dev_copy_wait(r->load, layer);
 }
 
@@ -317,7 +317,7 @@ int64_t hc_cache_req_dev_slots(struct hc_cache_req *r, uint64_t *slots, size_t m
 	int64_t n = (int64_t)r->dev_pages;
 	if (n == 0)
 		return 0;
-	uint64_t *tmp = hc_fault_malloc((size_t)n * sizeof(*tmp));
+	uint64_t *tmp = util_fault_malloc((size_t)n * sizeof(*tmp));
 	if (!tmp)
 		return util_fail(-ENOMEM, "cache: out of memory");
 	pthread_mutex_lock(&c->lock);
@@ -337,17 +337,17 @@ int64_t hc_cache_alloc(struct hc_cache_req *r, size_t ntokens, uint64_t *slots, 
 	if (r->allocated)
 		return util_fail(-EBUSY, "hc_cache_alloc: called twice");
 	unsigned mark = util_fail_mark();
-	int rc = ctl_load_finish(r, true);
+	int rc = cache_load_finish(r, true);
 	if (rc)
 		return util_fail_ctx(mark, rc, "hc_cache_alloc: load failed: %s", hc_strerror(rc));
 	size_t pages = ntokens / c->ps;
 	size_t n = pages > r->dev_pages ? pages - r->dev_pages : 0;
-	uint64_t *s = hc_fault_malloc((n ? n : 1) * sizeof(*s));
+	uint64_t *s = util_fault_malloc((n ? n : 1) * sizeof(*s));
 	if (!s)
 		return util_fail(-ENOMEM, "cache: out of memory");
 	mark = util_fail_mark();
 	pthread_mutex_lock(&c->lock);
-	rc = n ? ctl_dev_alloc(c, n, s) : 0;
+	rc = n ? cache_dev_alloc(c, n, s) : 0;
 	if (!rc) {
 		r->new_slots = s;
 		r->new_first = r->dev_pages;
@@ -375,7 +375,7 @@ int64_t hc_cache_insert(struct hc_cache_req *r, const uint32_t *tokens, size_t n
 		return util_fail(-EINVAL, "hc_cache_insert: %zu pages, not as allocated", pages);
 	if (r->dev_pages && memcmp(tokens, r->tokens, r->dev_pages * c->ps * sizeof(*tokens)) != 0)
 		return util_fail(-EINVAL, "hc_cache_insert: tokens do not extend the match");
-	uint64_t *arr = hc_fault_malloc((pages ? pages : 1) * sizeof(*arr));
+	uint64_t *arr = util_fault_malloc((pages ? pages : 1) * sizeof(*arr));
 	if (!arr)
 		return util_fail(-ENOMEM, "cache: out of memory");
 	unsigned mark = util_fail_mark();
@@ -396,11 +396,11 @@ int64_t hc_cache_insert(struct hc_cache_req *r, const uint32_t *tokens, size_t n
 		r->new_slots = NULL;
 		r->new_n = 0;
 		if (c->o.write_policy == HC_WRITE_THROUGH && res.new_pages)
-			ctl_queue_backup(c, res.node, res.new_pages);
+			cache_queue_backup(c, res.node, res.new_pages);
 		if (c->o.write_policy == HC_WRITE_BACK)
-			ctl_write_back_ahead(c);
+			cache_write_back_ahead(c);
 		if (r->has_mstate && res.pages)
-			ctl_mamba_attach(c, res.node, r->mstate);
+			cache_mamba_attach(c, res.node, r->mstate);
 		r->has_mstate = false;
 		rc = (int64_t)res.new_pages;
 	}
@@ -411,33 +411,33 @@ int64_t hc_cache_insert(struct hc_cache_req *r, const uint32_t *tokens, size_t n
 	return rc;
 }
 
-static void ctl_req_end(struct hc_cache_req *r, bool keep)
+static void cache_req_end(struct hc_cache_req *r, bool keep)
 {
 	if (!r)
 		return;
 	struct hc_cache *c = r->c;
-	ctl_load_finish(r, keep);
+	cache_load_finish(r, keep);
 	pthread_mutex_lock(&c->lock);
-	ctl_revoke(c, r);
+	cache_revoke(c, r);
 	if (r->new_n)
 		dev_free(c->dev, r->new_n, r->new_slots);
 	r->new_n = 0;
-	ctl_req_relock(c, r, NULL);
+	cache_req_relock(c, r, NULL);
 	if (r->pin_node)
 		radix_unpin_host(c->tree, r->pin_node);
 	r->pin_node = NULL;
-	bool last = ctl_req_put(r);
+	bool last = cache_req_put(r);
 	pthread_mutex_unlock(&c->lock);
 	if (last)
-		ctl_req_free(r);
+		cache_req_free(r);
 }
 
 void hc_cache_release(struct hc_cache_req *r)
 {
-	ctl_req_end(r, true);
+	cache_req_end(r, true);
 }
 
 void hc_cache_abort(struct hc_cache_req *r)
 {
-	ctl_req_end(r, false);
+	cache_req_end(r, false);
 }

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-void ctl_host_free(struct hc_cache *c, size_t n, const uint64_t *slots)
+void cache_host_free(struct hc_cache *c, size_t n, const uint64_t *slots)
 {
 	for (size_t i = 0; i < n; i++) {
 		uint64_t s = slots[i];
@@ -32,7 +32,7 @@ void ctl_host_free(struct hc_cache *c, size_t n, const uint64_t *slots)
 	}
 }
 
-void ctl_free_slots(void *arg, enum radix_tier tier, const uint64_t *slots, size_t n)
+void cache_free_slots(void *arg, enum radix_tier tier, const uint64_t *slots, size_t n)
 {
 	struct hc_cache *c = arg;
 	if (tier == RADIX_DEV) {
@@ -41,14 +41,14 @@ void ctl_free_slots(void *arg, enum radix_tier tier, const uint64_t *slots, size
 			log_error("cache: device slots freed twice");
 	} else {
 		c->st.evicted_host_pages += n;
-		ctl_host_free(c, n, slots);
+		cache_host_free(c, n, slots);
 	}
 }
 
 /* Evict host pages until n slots are free or nothing more can go; pages
  * an L3 set still reads give their slots back only when the set ends, so
  * one round of eviction may not be enough. Returns the free slots. */
-uint64_t ctl_host_room(struct hc_cache *c, size_t n)
+uint64_t cache_host_room(struct hc_cache *c, size_t n)
 {
 	uint64_t avail;
 	while ((avail = hc_slots_available(c->host_slots)) < n)
@@ -57,9 +57,9 @@ uint64_t ctl_host_room(struct hc_cache *c, size_t n)
 	return avail;
 }
 
-int ctl_host_alloc(struct hc_cache *c, size_t n, uint64_t *out)
+int cache_host_alloc(struct hc_cache *c, size_t n, uint64_t *out)
 {
-	ctl_host_room(c, n);
+	cache_host_room(c, n);
 	return hc_slots_alloc(c->host_slots, n, out);
 }
 
@@ -67,17 +67,17 @@ int ctl_host_alloc(struct hc_cache *c, size_t n, uint64_t *out)
  * the only slots to be had are ones an L3 set still reads, wait for the
  * sets: otherwise device copies outrun a slow store and the pages they
  * back up are dropped. */
-int ctl_host_alloc_backup(struct hc_cache *c, size_t n, uint64_t *out)
+int cache_host_alloc_backup(struct hc_cache *c, size_t n, uint64_t *out)
 {
 	int rc;
-	while ((rc = ctl_host_alloc(c, n, out)) == -ENOSPC && c->host_deferred_n > 0)
+	while ((rc = cache_host_alloc(c, n, out)) == -ENOSPC && c->host_deferred_n > 0)
 		pthread_cond_wait(&c->cond, &c->lock);
 	return rc;
 }
 
 /* c->lock held; dropped while waiting for backups (callers hold pins and
  * locks on what they need, nothing else). */
-int ctl_dev_alloc(struct hc_cache *c, size_t n, uint64_t *out)
+int cache_dev_alloc(struct hc_cache *c, size_t n, uint64_t *out)
 {
 	for (;;) {
 		uint64_t avail = dev_available(c->dev);

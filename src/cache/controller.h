@@ -12,13 +12,13 @@
 #define CTL_BATCH 128
 
 /* Keys "stored" in no_data mode: an open-addressing set, thread-safe. */
-struct ctl_keyset;
-int ctl_keyset_create(struct ctl_keyset **out);
-void ctl_keyset_destroy(struct ctl_keyset *s);
-int ctl_keyset_add(struct ctl_keyset *s, const struct hc_key *k);
-bool ctl_keyset_has(struct ctl_keyset *s, const struct hc_key *k);
+struct cache_keyset;
+int cache_keyset_create(struct cache_keyset **out);
+void cache_keyset_destroy(struct cache_keyset *s);
+int cache_keyset_add(struct cache_keyset *s, const struct hc_key *k);
+bool cache_keyset_has(struct cache_keyset *s, const struct hc_key *k);
 
 /* HC_STOP_TIMEOUT: seconds from the match for a prefetch of `tokens`. */
-double ctl_timeout_s(const struct hc_cache_opts *o, size_t tokens);
+double cache_timeout_s(const struct hc_cache_opts *o, size_t tokens);
 
 #endif

@@ -157,7 +157,7 @@ int dev_create(const struct dev_opts *o, struct dev_tier **out)
 	if (!o || !out || o->pages == 0 || o->layers == 0)
 		return util_fail(-EINVAL, "dev_create: device pages and layers must be > 0");
 	*out = NULL;
-	struct dev_tier *d = hc_fault_calloc(1, sizeof(*d));
+	struct dev_tier *d = util_fault_calloc(1, sizeof(*d));
 	if (!d)
 		return util_fail(-ENOMEM, "dev_create: out of memory");
 	d->pages = o->pages;
@@ -200,7 +200,7 @@ int dev_create(const struct dev_opts *o, struct dev_tier **out)
 				goto err;
 		}
 		d->attached = true;
-		rc = hc_thread_start(&d->thread, copy_thread, d);
+		rc = util_thread_start(&d->thread, copy_thread, d);
 		if (rc) {
 			util_fail(rc, "dev_create: cannot start the copy thread");
 			goto err;
@@ -277,7 +277,7 @@ int dev_page_read(struct dev_tier *d, uint64_t slot, void *dst, size_t len)
 int dev_copy_submit(struct dev_tier *d, enum hc_copy_dir dir, const uint64_t *dev,
 		    const uint64_t *host, size_t n, struct dev_copy **out)
 {
-	struct dev_copy *c = hc_fault_calloc(1, sizeof(*c));
+	struct dev_copy *c = util_fault_calloc(1, sizeof(*c));
 	if (!c)
 		return util_fail(-ENOMEM, "copy: out of memory");
 	c->dir = dir;
@@ -289,8 +289,8 @@ int dev_copy_submit(struct dev_tier *d, enum hc_copy_dir dir, const uint64_t *de
 		*out = c;
 		return 0;
 	}
-	c->dev = hc_fault_malloc(n * sizeof(*c->dev));
-	c->host = hc_fault_malloc(n * sizeof(*c->host));
+	c->dev = util_fault_malloc(n * sizeof(*c->dev));
+	c->host = util_fault_malloc(n * sizeof(*c->host));
 	if (!c->dev || !c->host) {
 		dev_copy_free(c);
 		return util_fail(-ENOMEM, "copy: out of memory");

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-struct ctl_keyset {
+struct cache_keyset {
 	pthread_mutex_t lock;
 	struct hashset keys;
 };
@@ -36,9 +36,9 @@ static bool key_eq(const void *a, const void *b)
 	return !memcmp(a, b, sizeof(struct hc_key));
 }
 
-int ctl_keyset_create(struct ctl_keyset **out)
+int cache_keyset_create(struct cache_keyset **out)
 {
-	struct ctl_keyset *s = hc_fault_calloc(1, sizeof(*s));
+	struct cache_keyset *s = util_fault_calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	if (hashset_init(&s->keys, sizeof(struct hc_key), 1024, key_hash, key_eq)) {
@@ -50,7 +50,7 @@ int ctl_keyset_create(struct ctl_keyset **out)
 	return 0;
 }
 
-void ctl_keyset_destroy(struct ctl_keyset *s)
+void cache_keyset_destroy(struct cache_keyset *s)
 {
 	if (!s)
 		return;
@@ -59,7 +59,7 @@ void ctl_keyset_destroy(struct ctl_keyset *s)
 	free(s);
 }
 
-int ctl_keyset_add(struct ctl_keyset *s, const struct hc_key *k)
+int cache_keyset_add(struct cache_keyset *s, const struct hc_key *k)
 {
 	pthread_mutex_lock(&s->lock);
 	int rc = hashset_add(&s->keys, k);
@@ -67,7 +67,7 @@ int ctl_keyset_add(struct ctl_keyset *s, const struct hc_key *k)
 	return rc;
 }
 
-bool ctl_keyset_has(struct ctl_keyset *s, const struct hc_key *k)
+bool cache_keyset_has(struct cache_keyset *s, const struct hc_key *k)
 {
 	pthread_mutex_lock(&s->lock);
 	bool has = hashset_has(&s->keys, k);

@@ -70,7 +70,7 @@ static struct radix_node *node_new(struct radix_tree *t, size_t np)
 
 	if (np > (SIZE_MAX - sizeof(*n)) / per)
 		return NULL;
-	n = hc_fault_malloc(sizeof(*n) + np * per);
+	n = util_fault_malloc(sizeof(*n) + np * per);
 	if (!n)
 		return NULL;
 	memset(n, 0, sizeof(*n));
@@ -120,7 +120,7 @@ int radix_create(const struct radix_opts *o, struct radix_tree **out)
 	    o->write_policy != RADIX_WRITE_THROUGH_SELECTIVE && o->write_policy != RADIX_WRITE_BACK)
 		return util_fail(-EINVAL, "radix tree: unknown write policy %d",
 				 (int)o->write_policy);
-	t = hc_fault_calloc(1, sizeof(*t));
+	t = util_fault_calloc(1, sizeof(*t));
 	if (!t)
 		return util_fail(-ENOMEM, "radix tree: no memory");
 	t->page_size = o->page_size;

@@ -52,7 +52,7 @@ int radix_kids_reserve(struct radix_node *n)
 	if ((n->nkids + 1) * 4 <= n->kcap * 3)
 		return 0;
 	size_t cap = n->kcap ? n->kcap * 2 : 4;
-	struct radix_kid *tab = hc_fault_calloc(cap, sizeof(*tab));
+	struct radix_kid *tab = util_fault_calloc(cap, sizeof(*tab));
 	if (!tab)
 		return -ENOMEM;
 	for (size_t i = 0; i < n->kcap; i++)

@@ -116,7 +116,7 @@ int radix_tree_reserve(struct radix_tree *t, size_t extra)
 		if (h->cap >= need)
 			continue;
 		size_t cap = h->cap * 2 > need ? h->cap * 2 : need + 16;
-		struct radix_node **a = hc_fault_realloc(h->a, cap * sizeof(*a));
+		struct radix_node **a = util_fault_realloc(h->a, cap * sizeof(*a));
 		if (!a)
 			return -ENOMEM;
 		h->a = a;

@@ -77,7 +77,7 @@ int io_engine_create(const struct io_engine_opts *opts, struct io_engine **out)
 		return util_fail(-EINVAL, "io: %u threads is above the maximum %u", threads,
 				 IO_MAX_THREADS);
 
-	struct io_engine *e = hc_fault_calloc(1, sizeof(*e));
+	struct io_engine *e = util_fault_calloc(1, sizeof(*e));
 	if (!e)
 		return util_fail(-ENOMEM, "io: no memory for the engine");
 	e->depth = depth;

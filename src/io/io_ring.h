@@ -186,10 +186,10 @@ static inline void io_sqe_finish(struct io_uring_sqe *sqe, uint64_t ud, unsigned
 
 /* A fault point for one step of page pg's chain (see Caveats): true when
  * the step is to fail; the page remembers which. */
-static inline bool io_ring_inject(struct io_ring_page *pg, enum hc_fault_kind kind,
+static inline bool io_ring_inject(struct io_ring_page *pg, enum util_fault_kind kind,
 				  enum io_step step)
 {
-	if (!hc_fault_hit(kind))
+	if (!util_fault_hit(kind))
 		return false;
 	pg->inject = (uint8_t)step;
 	return true;

@@ -30,7 +30,7 @@
 int io_openat_beneath(int dirfd, const char *name, int flags, mode_t mode)
 {
 	/* Every open of an object or temp file passes here (fault sweeps). */
-	if (hc_fault_hit(HC_FAULT_OPEN)) {
+	if (util_fault_hit(HC_FAULT_OPEN)) {
 		errno = EIO;
 		return -1;
 	}
@@ -138,7 +138,7 @@ static struct io_arr *io_stream_take(struct io_stream *s)
 	void *reqs;
 	size_t n;
 	while ((n = s->feed->next(s->feed, &reqs))) {
-		struct io_arr *a = hc_fault_malloc(sizeof(*a));
+		struct io_arr *a = util_fault_malloc(sizeof(*a));
 		if (!a) {
 			for (size_t i = 0; i < n; i++)
 				*io_req_result(s, (char *)reqs + i * s->req_size) = -ENOMEM;

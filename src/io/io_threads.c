@@ -75,8 +75,8 @@ struct io_workers {
 
 static int io_ctx_init(struct io_ctx *c)
 {
-	c->iov = hc_fault_malloc(IO_MAX_IOV * sizeof(*c->iov));
-	if (hc_fault_hit(HC_FAULT_ALLOC) || posix_memalign(&c->scratch, IO_SCRATCH, IO_SCRATCH))
+	c->iov = util_fault_malloc(IO_MAX_IOV * sizeof(*c->iov));
+	if (util_fault_hit(HC_FAULT_ALLOC) || posix_memalign(&c->scratch, IO_SCRATCH, IO_SCRATCH))
 		c->scratch = NULL;
 	return c->iov && c->scratch ? 0 : -ENOMEM;
 }
@@ -265,12 +265,12 @@ void io_workers_destroy(struct io_workers *w)
 int io_workers_create(unsigned threads, struct io_workers **out)
 {
 	*out = NULL;
-	struct io_workers *w = hc_fault_calloc(1, sizeof(*w));
+	struct io_workers *w = util_fault_calloc(1, sizeof(*w));
 	if (!w)
 		return util_fail(-ENOMEM, "io: no memory for the thread engine");
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->work, NULL);
-	w->workers = hc_fault_calloc(threads, sizeof(*w->workers));
+	w->workers = util_fault_calloc(threads, sizeof(*w->workers));
 	if (!w->workers) {
 		io_workers_destroy(w);
 		return util_fail(-ENOMEM, "io: no memory for %u worker threads", threads);
@@ -285,7 +285,7 @@ int io_workers_create(unsigned threads, struct io_workers **out)
 	}
 	int rc = 0;
 	for (unsigned i = 0; i < threads; i++) {
-		rc = -hc_thread_start(&w->workers[i].tid, io_worker_main, &w->workers[i]);
+		rc = -util_thread_start(&w->workers[i].tid, io_worker_main, &w->workers[i]);
 		if (rc)
 			break;
 		pthread_setname_np(w->workers[i].tid, "hicache-io");

@@ -38,18 +38,19 @@ static void io_ring_free(struct io_ring *r)
 static int io_ring_new(unsigned depth, struct io_ring **out, char *why, size_t why_len)
 {
 	*out = NULL;
-	struct io_ring *r = hc_fault_calloc(1, sizeof(*r));
+	struct io_ring *r = util_fault_calloc(1, sizeof(*r));
 	if (!r) {
 		snprintf(why, why_len, "no memory");
 		return -ENOMEM;
 	}
 	r->depth = depth;
-	r->pages = hc_fault_calloc(depth, sizeof(*r->pages));
-	r->free_slots = hc_fault_calloc(depth, sizeof(*r->free_slots));
-	r->arrivals = hc_fault_calloc(depth, sizeof(*r->arrivals));
-	r->slot_iov = hc_fault_calloc(depth, sizeof(*r->slot_iov));
-	int rc = hc_fault_hit(HC_FAULT_ALLOC) ? ENOMEM
-					      : posix_memalign(&r->scratch, IO_SCRATCH, IO_SCRATCH);
+	r->pages = util_fault_calloc(depth, sizeof(*r->pages));
+	r->free_slots = util_fault_calloc(depth, sizeof(*r->free_slots));
+	r->arrivals = util_fault_calloc(depth, sizeof(*r->arrivals));
+	r->slot_iov = util_fault_calloc(depth, sizeof(*r->slot_iov));
+	int rc = util_fault_hit(HC_FAULT_ALLOC)
+			 ? ENOMEM
+			 : posix_memalign(&r->scratch, IO_SCRATCH, IO_SCRATCH);
 	if (rc || !r->pages || !r->free_slots || !r->arrivals || !r->slot_iov) {
 		r->scratch = rc ? NULL : r->scratch;
 		snprintf(why, why_len, "no memory");
@@ -157,7 +158,7 @@ static int io_ring_probe_ops(struct io_ring *r, char *why, size_t why_len)
 int io_ring_pool_create(unsigned depth, struct io_ring_pool **out, char *why, size_t why_len)
 {
 	*out = NULL;
-	struct io_ring_pool *p = hc_fault_calloc(1, sizeof(*p));
+	struct io_ring_pool *p = util_fault_calloc(1, sizeof(*p));
 	if (!p) {
 		snprintf(why, why_len, "no memory");
 		return -ENOMEM;

@@ -24,7 +24,7 @@ struct iovec *io_slot_iovs(struct io_ring *r, unsigned s, unsigned need)
 {
 	struct io_slot_iov *si = &r->slot_iov[s];
 	if (need > si->cap) {
-		struct iovec *v = hc_fault_realloc(si->v, need * sizeof(*v));
+		struct iovec *v = util_fault_realloc(si->v, need * sizeof(*v));
 		if (!v)
 			return NULL;
 		si->v = v;

@@ -136,7 +136,7 @@ static void io_ring_write_ahead(struct io_ring *r, struct io_stream *st, unsigne
 		st->ready_head = 0;
 	}
 	if (!st->ready) {
-		st->ready = hc_fault_malloc(r->depth * sizeof(*st->ready));
+		st->ready = util_fault_malloc(r->depth * sizeof(*st->ready));
 		if (!st->ready)
 			return;
 		st->ready_cap = r->depth;

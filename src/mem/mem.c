@@ -271,7 +271,7 @@ int hc_mem_alloc(size_t len, const struct hc_mem_opts *opts, struct hc_mem **out
 	if (len == 0)
 		return util_fail(-EINVAL, "hc_mem_alloc: len is 0");
 
-	struct hc_mem *m = hc_fault_calloc(1, sizeof(*m));
+	struct hc_mem *m = util_fault_calloc(1, sizeof(*m));
 	if (!m)
 		return util_fail(-ENOMEM, "hc_mem_alloc: out of memory for the region handle");
 	m->len = len;

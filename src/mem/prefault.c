@@ -72,7 +72,7 @@ int mem_prefault(void *addr, size_t len, size_t page, size_t granule, unsigned t
 
 	/* Helpers start with every signal blocked (util/thread.h). */
 	for (size_t i = 1; i < n; i++)
-		r[i].started = !hc_thread_start(&r[i].thread, prefault_worker, &r[i]);
+		r[i].started = !util_thread_start(&r[i].thread, prefault_worker, &r[i]);
 
 	prefault_worker(&r[0]);
 	int rc = r[0].rc;

@@ -24,7 +24,7 @@ int hc_pool_group_create(struct hc_pool_group **out)
 {
 	if (!out)
 		return util_fail(-EINVAL, "hc_pool_group_create: out is NULL");
-	*out = hc_fault_calloc(1, sizeof(**out));
+	*out = util_fault_calloc(1, sizeof(**out));
 	if (!*out)
 		return -ENOMEM;
 	(*out)->anchor = -1;
@@ -67,7 +67,7 @@ int hc_pool_group_add(struct hc_pool_group *g, const char *name, struct hc_pool 
 				 g->entries[g->anchor].name);
 	if (g->count == g->cap) {
 		size_t cap = g->cap ? g->cap * 2 : 4;
-		struct group_entry *grown = hc_fault_realloc(g->entries, cap * sizeof(*grown));
+		struct group_entry *grown = util_fault_realloc(g->entries, cap * sizeof(*grown));
 		if (!grown)
 			return -ENOMEM;
 		g->entries = grown;

@@ -80,7 +80,7 @@ void hc_pool_destroy(struct hc_pool *pool)
 int pool_from_plan(const struct pool_plan *p, const void *geo, size_t geo_len,
 		   uint8_t *const *bases, struct hc_mem *mem, struct hc_pool **out)
 {
-	struct hc_pool *pool = hc_fault_calloc(1, sizeof(*pool));
+	struct hc_pool *pool = util_fault_calloc(1, sizeof(*pool));
 	if (!pool)
 		return -ENOMEM;
 	int rc = hc_slots_create(p->pages, &pool->slots);

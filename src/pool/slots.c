@@ -42,11 +42,11 @@ int hc_slots_create(uint64_t count, struct hc_slots **out)
 	if (count > SIZE_MAX / sizeof(uint64_t) / 2)
 		return util_fail(-EINVAL, "slot allocator: %llu slots is too many",
 				 (unsigned long long)count);
-	struct hc_slots *s = hc_fault_calloc(1, sizeof(*s));
+	struct hc_slots *s = util_fault_calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->stack = hc_fault_malloc(count * sizeof(*s->stack));
-	s->used = hc_fault_calloc((count + 63) / 64, sizeof(*s->used));
+	s->stack = util_fault_malloc(count * sizeof(*s->stack));
+	s->used = util_fault_calloc((count + 63) / 64, sizeof(*s->used));
 	if (!s->stack || !s->used) {
 		free(s->stack);
 		free(s->used);

@@ -65,7 +65,7 @@ int64_t hc_store_clear(struct hc_store *st)
 	if (!st->ops->remove_matching)
 		return util_fail(-EOPNOTSUPP, "hc_store_clear: the %s backend cannot clear",
 				 st->ops->name);
-	struct endings *e = hc_fault_calloc(1, sizeof(*e));
+	struct endings *e = util_fault_calloc(1, sizeof(*e));
 	if (!e)
 		return util_fail(-ENOMEM, "hc_store_clear: no memory");
 	pthread_mutex_lock(&st->reg_lock);

@@ -158,8 +158,8 @@ static int64_t exists_held(struct hc_store *st, struct store_ctx *anchor, struct
 	for (size_t i = 0; i < q->nt; i++)
 		q->pool_hits[i] = 0;
 	bool *hit = NULL, *ok = NULL;
-	if (kv && (!(hit = hc_fault_malloc((size_t)kv * sizeof(*hit))) ||
-		   (q->endpoints && !(ok = hc_fault_malloc((size_t)kv * sizeof(*ok)))))) {
+	if (kv && (!(hit = util_fault_malloc((size_t)kv * sizeof(*hit))) ||
+		   (q->endpoints && !(ok = util_fault_malloc((size_t)kv * sizeof(*ok)))))) {
 		free(hit);
 		return util_fail(-ENOMEM, "%s: no memory", what);
 	}
@@ -200,7 +200,7 @@ static int64_t exists_run(struct hc_store *st, struct hc_exists_query *q, const 
 	int64_t rc = store_hold(st, NULL, 1, true, false, &anchor, one, &nanchor, what);
 	if (rc)
 		return rc;
-	struct store_ctx **ctxs = hc_fault_malloc((q->nt ? q->nt : 1) * sizeof(*ctxs));
+	struct store_ctx **ctxs = util_fault_malloc((q->nt ? q->nt : 1) * sizeof(*ctxs));
 	if (!ctxs) {
 		store_release(st, one, nanchor);
 		return util_fail(-ENOMEM, "%s: no memory", what);

@@ -52,7 +52,7 @@ int format_check_fd(int fd, uint64_t size, struct store_trailer *out)
 	if (size < FORMAT_BLOCK || size % FORMAT_BLOCK)
 		return -EBADMSG;
 	size_t chunk = size < CHECK_CHUNK ? (size_t)size : CHECK_CHUNK;
-	uint8_t *buf = hc_fault_malloc(chunk);
+	uint8_t *buf = util_fault_malloc(chunk);
 	if (!buf)
 		return -ENOMEM;
 	int rc = read_at(fd, buf, FORMAT_BLOCK, size - FORMAT_BLOCK);

@@ -424,7 +424,7 @@ int hc_store_register_pool_ex(struct hc_store *st, const char *name, struct hc_p
 				 "store: a logical anchor pool ('%s') can only be the anchor",
 				 name);
 
-	struct store_ctx *c = hc_fault_calloc(1, sizeof(*c));
+	struct store_ctx *c = util_fault_calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	memcpy(c->name, name, strlen(name));

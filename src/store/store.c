@@ -101,7 +101,7 @@ int hc_store_open(const struct hc_store_opts *opts, struct hc_store **out)
 		return util_fail(-EINVAL, "store: tp_rank %u must be below tp_size %u", o->tp_rank,
 				 o->tp_size);
 
-	struct hc_store *st = hc_fault_calloc(1, sizeof(*st));
+	struct hc_store *st = util_fault_calloc(1, sizeof(*st));
 	if (!st)
 		return util_fail(-ENOMEM, "hc_store_open: no memory");
 	pthread_mutex_init(&st->work_lock, NULL);

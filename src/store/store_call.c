@@ -152,13 +152,13 @@ int store_op_plan(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, en
 	for (size_t i = 0; i < nt; i++)
 		if (!t[i].results)
 			extra += t[i].n;
-	struct hc_store_op *o = hc_fault_calloc(1, sizeof(*o));
-	struct hc_pool_transfer *c = hc_fault_malloc((nt ? nt : 1) * sizeof(*c));
-	struct store_ctx **ctxs = hc_fault_malloc((nt ? nt : 1) * sizeof(*ctxs));
+	struct hc_store_op *o = util_fault_calloc(1, sizeof(*o));
+	struct hc_pool_transfer *c = util_fault_malloc((nt ? nt : 1) * sizeof(*c));
+	struct store_ctx **ctxs = util_fault_malloc((nt ? nt : 1) * sizeof(*ctxs));
 	if (o) {
 		o->st = st;
-		o->out = hc_fault_malloc((nt ? nt : 1) * sizeof(*o->out));
-		o->own = hc_fault_malloc((extra ? extra : 1) * sizeof(*o->own));
+		o->out = util_fault_malloc((nt ? nt : 1) * sizeof(*o->out));
+		o->own = util_fault_malloc((extra ? extra : 1) * sizeof(*o->own));
 	}
 	if (!o || !c || !ctxs || !o->out || !o->own) {
 		if (o)
@@ -249,7 +249,7 @@ static int op_queue(struct hc_store *st, struct hc_store_op *o, const char *what
 	if (!st->async_started) {
 		/* Every signal blocked: the embedding program's handlers must not
 		 * run on a thread it does not know about. */
-		rc = -hc_thread_start(&st->async_thread, store_async_main, st);
+		rc = -util_thread_start(&st->async_thread, store_async_main, st);
 		if (rc) {
 			pthread_mutex_unlock(&st->async_lock);
 			return util_fail(-rc, "%s: cannot start the store's thread: %s", what,

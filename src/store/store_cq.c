@@ -114,7 +114,7 @@ int hc_store_cq_open(struct hc_store *st, struct hc_store_cq **out)
 	*out = NULL;
 	if (!st)
 		return util_fail(-EINVAL, "hc_store_cq_open: store is NULL");
-	struct hc_store_cq *q = hc_fault_calloc(1, sizeof(*q));
+	struct hc_store_cq *q = util_fault_calloc(1, sizeof(*q));
 	if (!q)
 		return util_fail(-ENOMEM, "hc_store_cq_open: no memory");
 	q->st = st;

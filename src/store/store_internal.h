@@ -137,7 +137,7 @@ struct work {
 
 /* Rate-limited report of damaged objects (store_log_bad). */
 struct store_bad_log {
-	struct hc_log_limit limit;
+	struct util_log_limit limit;
 	_Atomic uint64_t unreported; /* objects found since the last line */
 };
 

@@ -146,7 +146,7 @@ int store_meta_queue(struct hc_store *st, struct hc_store_op *o, const char *wha
 {
 	pthread_mutex_lock(&st->async_lock);
 	if (!st->meta_started) {
-		int rc = hc_thread_start(&st->meta_thread, meta_main, st);
+		int rc = util_thread_start(&st->meta_thread, meta_main, st);
 		if (rc) {
 			pthread_mutex_unlock(&st->async_lock);
 			return util_fail(rc, "%s: cannot start the store's lookup thread: %s", what,

@@ -18,7 +18,7 @@ void store_log_bad(struct store_bad_log *l, const char *what, const char *kind, 
 	if (!util_log_enabled(HC_LOG_WARN))
 		return;
 	uint64_t now = util_mono_ns(), lines;
-	if (!hc_log_limit_pass(&l->limit, now, &lines))
+	if (!util_log_limit_pass(&l->limit, now, &lines))
 		return;
 	uint64_t total = atomic_exchange_explicit(&l->unreported, 0, memory_order_relaxed);
 	log_warn("store: %s: %llu objects %s, treated as misses, since the last such line "

@@ -34,10 +34,10 @@ struct work *work_get(struct hc_store *st)
 	pthread_mutex_unlock(&st->work_lock);
 	if (w)
 		return w;
-	w = hc_fault_calloc(1, sizeof(*w));
+	w = util_fault_calloc(1, sizeof(*w));
 	if (!w)
 		return NULL;
-	w->names = hc_fault_malloc(CHUNK_OBJS * sizeof(*w->names));
+	w->names = util_fault_malloc(CHUNK_OBJS * sizeof(*w->names));
 	if (!w->names ||
 	    posix_memalign((void **)&w->trailers, FORMAT_BLOCK,
 			   (size_t)CHUNK_OBJS * FORMAT_BLOCK) ||

@@ -63,8 +63,8 @@ int store_plan(struct hc_pool_transfer *t, size_t nt, struct store_ctx *const *c
 		}
 		total += t[i].n;
 	}
-	struct entry *e = hc_fault_malloc((total ? total : 1) * sizeof(*e));
-	struct hc_key *hk = nhex ? hc_fault_malloc(nhex * sizeof(*hk)) : NULL;
+	struct entry *e = util_fault_malloc((total ? total : 1) * sizeof(*e));
+	struct hc_key *hk = nhex ? util_fault_malloc(nhex * sizeof(*hk)) : NULL;
 	if (!e || (nhex && !hk)) {
 		free(e);
 		free(hk);
@@ -184,7 +184,7 @@ int store_plan_check_dests(const struct hc_pool_transfer *t, size_t nt, bool v1,
 {
 	if (n < 2 || dests_rise(e, n))
 		return 0;
-	struct dest *d = hc_fault_malloc(n * sizeof(*d));
+	struct dest *d = util_fault_malloc(n * sizeof(*d));
 	if (!d)
 		return util_fail(-ENOMEM, "%s: no memory", what);
 	size_t m = 0;

@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-_Atomic int hc_fault_armed;
+_Atomic int util_fault_armed;
 static _Atomic uint64_t fault_seen[HC_FAULT_KINDS];
 static _Atomic uint64_t fault_nth;
 static _Atomic int fault_kind;
@@ -11,38 +11,38 @@ static _Atomic bool fault_done;
 
 static const char *const fault_names[HC_FAULT_KINDS] = {"alloc", "open", "write", "read", "rename"};
 
-void hc_fault_arm(enum hc_fault_kind kind, uint64_t nth)
+void util_fault_arm(enum util_fault_kind kind, uint64_t nth)
 {
-	atomic_store(&hc_fault_armed, 0);
+	atomic_store(&util_fault_armed, 0);
 	for (int k = 0; k < HC_FAULT_KINDS; k++)
 		atomic_store(&fault_seen[k], 0);
 	atomic_store(&fault_kind, (int)kind);
 	atomic_store(&fault_nth, nth);
 	atomic_store(&fault_done, false);
-	atomic_store(&hc_fault_armed, 1);
+	atomic_store(&util_fault_armed, 1);
 }
 
-void hc_fault_disarm(void)
+void util_fault_disarm(void)
 {
-	atomic_store(&hc_fault_armed, 0);
+	atomic_store(&util_fault_armed, 0);
 }
 
-uint64_t hc_fault_seen(enum hc_fault_kind kind)
+uint64_t util_fault_seen(enum util_fault_kind kind)
 {
 	return kind < HC_FAULT_KINDS ? atomic_load(&fault_seen[kind]) : 0;
 }
 
-bool hc_fault_fired(void)
+bool util_fault_fired(void)
 {
 	return atomic_load(&fault_done);
 }
 
-const char *hc_fault_kind_name(enum hc_fault_kind kind)
+const char *util_fault_kind_name(enum util_fault_kind kind)
 {
 	return kind < HC_FAULT_KINDS ? fault_names[kind] : "?";
 }
 
-bool hc_fault_hit_slow(enum hc_fault_kind kind)
+bool util_fault_hit_slow(enum util_fault_kind kind)
 {
 	if (kind >= HC_FAULT_KINDS)
 		return false;
@@ -53,27 +53,27 @@ bool hc_fault_hit_slow(enum hc_fault_kind kind)
 	return true;
 }
 
-void *hc_fault_malloc(size_t size)
+void *util_fault_malloc(size_t size)
 {
-	if (hc_fault_hit(HC_FAULT_ALLOC)) {
+	if (util_fault_hit(HC_FAULT_ALLOC)) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	return malloc(size);
 }
 
-void *hc_fault_calloc(size_t n, size_t size)
+void *util_fault_calloc(size_t n, size_t size)
 {
-	if (hc_fault_hit(HC_FAULT_ALLOC)) {
+	if (util_fault_hit(HC_FAULT_ALLOC)) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	return calloc(n, size);
 }
 
-void *hc_fault_realloc(void *p, size_t size)
+void *util_fault_realloc(void *p, size_t size)
 {
-	if (hc_fault_hit(HC_FAULT_ALLOC)) {
+	if (util_fault_hit(HC_FAULT_ALLOC)) {
 		errno = ENOMEM;
 		return NULL;
 	}

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum hc_fault_kind {
+enum util_fault_kind {
 	HC_FAULT_ALLOC,
 	HC_FAULT_OPEN,
 	HC_FAULT_WRITE,
@@ -26,36 +26,36 @@ enum hc_fault_kind {
 	HC_FAULT_KINDS
 };
 
-extern _Atomic int hc_fault_armed;
+extern _Atomic int util_fault_armed;
 
 /* Count calls of every kind from now on; for kind, fail call number nth
  * (1-based, once; 0: count only). Resets every count. */
-void hc_fault_arm(enum hc_fault_kind kind, uint64_t nth);
+void util_fault_arm(enum util_fault_kind kind, uint64_t nth);
 /* Stop counting and failing. */
-void hc_fault_disarm(void);
-/* Calls of kind seen since hc_fault_arm. */
-uint64_t hc_fault_seen(enum hc_fault_kind kind);
+void util_fault_disarm(void);
+/* Calls of kind seen since util_fault_arm. */
+uint64_t util_fault_seen(enum util_fault_kind kind);
 /* Whether the armed failure has happened. */
-bool hc_fault_fired(void);
-const char *hc_fault_kind_name(enum hc_fault_kind kind);
+bool util_fault_fired(void);
+const char *util_fault_kind_name(enum util_fault_kind kind);
 
-bool hc_fault_hit_slow(enum hc_fault_kind kind);
+bool util_fault_hit_slow(enum util_fault_kind kind);
 
 /* An injection point: true when this call is to fail. */
-static inline bool hc_fault_hit(enum hc_fault_kind kind)
+static inline bool util_fault_hit(enum util_fault_kind kind)
 {
-	return atomic_load_explicit(&hc_fault_armed, memory_order_relaxed) &&
-	       hc_fault_hit_slow(kind);
+	return atomic_load_explicit(&util_fault_armed, memory_order_relaxed) &&
+	       util_fault_hit_slow(kind);
 }
 
 /* malloc/calloc/realloc that fail (NULL, errno ENOMEM) when an armed
  * allocation fault hits. */
-void *hc_fault_malloc(size_t size);
-void *hc_fault_calloc(size_t n, size_t size);
-void *hc_fault_realloc(void *p, size_t size);
+void *util_fault_malloc(size_t size);
+void *util_fault_calloc(size_t n, size_t size);
+void *util_fault_realloc(void *p, size_t size);
 
 /* A system call returning -1 + errno on failure: fails with err instead of
  * running when an armed fault of kind hits. */
-#define HC_FAULT_SYS(kind, err, call) (hc_fault_hit(kind) ? (errno = (err), -1) : (call))
+#define HC_FAULT_SYS(kind, err, call) (util_fault_hit(kind) ? (errno = (err), -1) : (call))
 
 #endif

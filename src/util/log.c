@@ -158,7 +158,7 @@ int util_fail_ctx(unsigned mark, int rc, const char *fmt, ...)
 	return rc;
 }
 
-bool hc_log_limit_pass(struct hc_log_limit *l, uint64_t now, uint64_t *suppressed)
+bool util_log_limit_pass(struct util_log_limit *l, uint64_t now, uint64_t *suppressed)
 {
 	uint64_t next = atomic_load_explicit(&l->next_ns, memory_order_relaxed);
 	/* One thread wins the interval's line; the others count themselves. */
@@ -171,13 +171,13 @@ bool hc_log_limit_pass(struct hc_log_limit *l, uint64_t now, uint64_t *suppresse
 	return true;
 }
 
-static void vlog_limited(struct hc_log_limit *l, enum hc_log_level level, const char *fmt,
+static void vlog_limited(struct util_log_limit *l, enum hc_log_level level, const char *fmt,
 			 va_list ap) UTIL_PRINTF(3, 0);
-static void vlog_limited(struct hc_log_limit *l, enum hc_log_level level, const char *fmt,
+static void vlog_limited(struct util_log_limit *l, enum hc_log_level level, const char *fmt,
 			 va_list ap)
 {
 	uint64_t dropped;
-	if (!hc_log_limit_pass(l, util_mono_ns(), &dropped))
+	if (!util_log_limit_pass(l, util_mono_ns(), &dropped))
 		return;
 	char line[LOG_LINE_MAX];
 	int n = vsnprintf(line, sizeof(line), fmt, ap);
@@ -189,7 +189,7 @@ static void vlog_limited(struct hc_log_limit *l, enum hc_log_level level, const 
 	emit(level, line);
 }
 
-void util_log_limited(struct hc_log_limit *l, enum hc_log_level level, const char *fmt, ...)
+void util_log_limited(struct util_log_limit *l, enum hc_log_level level, const char *fmt, ...)
 {
 	/* A disabled level costs neither the clock nor the count. */
 	if (!util_log_enabled(level))
@@ -200,7 +200,8 @@ void util_log_limited(struct hc_log_limit *l, enum hc_log_level level, const cha
 	va_end(ap);
 }
 
-int util_fail_limited(struct hc_log_limit *l, enum hc_log_level level, int rc, const char *fmt, ...)
+int util_fail_limited(struct util_log_limit *l, enum hc_log_level level, int rc, const char *fmt,
+		      ...)
 {
 	va_list ap;
 	va_start(ap, fmt);

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 
-int hc_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
+int util_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg)
 {
 	if (!thread || !fn)
 		return -EINVAL;

@@ -14,6 +14,6 @@
  * new thread from its first instruction (it inherits the mask set around
  * the create; the caller's own mask is restored before this returns).
  * Returns 0 or a negative errno (-EAGAIN, ...). */
-int hc_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
+int util_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
 
 #endif

@@ -47,7 +47,7 @@ int util_fail_ctx(unsigned mark, int rc, const char *fmt, ...) UTIL_PRINTF(3, 4)
  * passes says how many were left out. Thread-safe; a limit lives in a
  * static (one per call site) or in the object it is about.
  */
-struct hc_log_limit {
+struct util_log_limit {
 	uint64_t interval_ns;
 	_Atomic uint64_t next_ns;    /* no line before this (CLOCK_MONOTONIC) */
 	_Atomic uint64_t suppressed; /* lines left out since the last one */
@@ -60,26 +60,26 @@ struct hc_log_limit {
 
 /* Whether a line may go out at now_ns; when it may, *suppressed gets the
  * count of lines left out before it (and the count restarts). */
-bool hc_log_limit_pass(struct hc_log_limit *l, uint64_t now_ns, uint64_t *suppressed);
+bool util_log_limit_pass(struct util_log_limit *l, uint64_t now_ns, uint64_t *suppressed);
 /* util_log through limit l ("... (N similar lines suppressed)"). */
-void util_log_limited(struct hc_log_limit *l, enum hc_log_level level, const char *fmt, ...)
+void util_log_limited(struct util_log_limit *l, enum hc_log_level level, const char *fmt, ...)
 	UTIL_PRINTF(3, 4);
 /* An expected failure on a hot path: recorded as this thread's
  * hc_last_error() like util_fail, but logged at level through limit l,
  * never at error level. Returns rc. */
-int util_fail_limited(struct hc_log_limit *l, enum hc_log_level level, int rc, const char *fmt, ...)
-	UTIL_PRINTF(4, 5);
+int util_fail_limited(struct util_log_limit *l, enum hc_log_level level, int rc, const char *fmt,
+		      ...) UTIL_PRINTF(4, 5);
 
 /* One limit per call site, HC_LOG_INTERVAL_S apart. */
-#define log_limited(level, ...)                                                               \
-	do {                                                                                  \
-		static struct hc_log_limit log_limit_ = HC_LOG_LIMIT_INIT(HC_LOG_INTERVAL_S); \
-		util_log_limited(&log_limit_, (level), __VA_ARGS__);                          \
+#define log_limited(level, ...)                                                                 \
+	do {                                                                                    \
+		static struct util_log_limit log_limit_ = HC_LOG_LIMIT_INIT(HC_LOG_INTERVAL_S); \
+		util_log_limited(&log_limit_, (level), __VA_ARGS__);                            \
 	} while (0)
-#define fail_limited(level, rc, ...)                                                           \
-	({                                                                                     \
-		static struct hc_log_limit fail_limit_ = HC_LOG_LIMIT_INIT(HC_LOG_INTERVAL_S); \
-		util_fail_limited(&fail_limit_, (level), (rc), __VA_ARGS__);                   \
+#define fail_limited(level, rc, ...)                                                             \
+	({                                                                                       \
+		static struct util_log_limit fail_limit_ = HC_LOG_LIMIT_INIT(HC_LOG_INTERVAL_S); \
+		util_fail_limited(&fail_limit_, (level), (rc), __VA_ARGS__);                     \
 	})
 
 #define log_error(...) util_log(HC_LOG_ERROR, __VA_ARGS__)

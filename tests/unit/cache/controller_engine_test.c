@@ -299,14 +299,14 @@ static void timeout_deadline(void **state)
 	(void)state;
 	struct hc_cache_opts o;
 	hc_cache_opts_init(&o, sizeof(o));
-	assert_true(fabs(ctl_timeout_s(&o, 0) - 2.0) < 1e-9);
-	assert_true(fabs(ctl_timeout_s(&o, 10240) - 3.0) < 1e-9);
-	assert_true(fabs(ctl_timeout_s(&o, 1u << 30) - 30.0) < 1e-9);
+	assert_true(fabs(cache_timeout_s(&o, 0) - 2.0) < 1e-9);
+	assert_true(fabs(cache_timeout_s(&o, 10240) - 3.0) < 1e-9);
+	assert_true(fabs(cache_timeout_s(&o, 1u << 30) - 30.0) < 1e-9);
 	o.prefetch_timeout_base_s = 0.5;
 	o.prefetch_timeout_per_ki_token_s = 0.25;
 	o.prefetch_timeout_max_s = 1.0;
-	assert_true(fabs(ctl_timeout_s(&o, 1024) - 0.75) < 1e-9);
-	assert_true(fabs(ctl_timeout_s(&o, 4096) - 1.0) < 1e-9);
+	assert_true(fabs(cache_timeout_s(&o, 1024) - 0.75) < 1e-9);
+	assert_true(fabs(cache_timeout_s(&o, 4096) - 1.0) < 1e-9);
 
 	struct hc_cache *c = NULL;
 	o.device_tokens = o.host_tokens = 64;

@@ -27,7 +27,7 @@ static char seen_error[512];
 static void on_log(enum hc_log_level level, const char *msg, void *arg)
 {
 	(void)arg;
-	if (level != HC_LOG_ERROR || (hc_fault_fired() && strstr(msg, "memory")))
+	if (level != HC_LOG_ERROR || (util_fault_fired() && strstr(msg, "memory")))
 		return;
 	pthread_mutex_lock(&seen_lock);
 	if (!seen_error[0])
@@ -40,7 +40,7 @@ static void check_failure(int64_t rc, const char *what, uint64_t nth)
 {
 	if (rc >= 0)
 		return;
-	if (!nth || !hc_fault_fired())
+	if (!nth || !util_fault_fired())
 		fail_msg("%s failed with no fault injected: %s (%s)", what, hc_strerror((int)rc),
 			 hc_last_error());
 	if (rc != -ENOMEM)
@@ -102,11 +102,11 @@ static uint64_t one_round(bool no_data, uint64_t nth)
 	ct_open(&t, HC_WRITE_THROUGH, false, no_data, 64, 64);
 	ct_tokens(tok, N, 7);
 	seen_error[0] = '\0';
-	hc_fault_arm(HC_FAULT_ALLOC, nth);
+	util_fault_arm(HC_FAULT_ALLOC, nth);
 	try_cycle(&t, tok, !no_data, nth);
 	assert_int_equal(hc_cache_flush(t.c), 0);
-	hc_fault_disarm();
-	uint64_t count = hc_fault_seen(HC_FAULT_ALLOC);
+	util_fault_disarm();
+	uint64_t count = util_fault_seen(HC_FAULT_ALLOC);
 	if (seen_error[0])
 		fail_msg("allocation %llu failed: an error was logged: %s", (unsigned long long)nth,
 			 seen_error);
@@ -181,10 +181,10 @@ static void load_finish_alloc_fails(void **state)
 	 * one that finishes it, inside hc_cache_alloc. */
 	while (hc_cache_layer_ready(r) < CT_LAYERS)
 		usleep(1000);
-	hc_fault_arm(HC_FAULT_ALLOC, 1);
+	util_fault_arm(HC_FAULT_ALLOC, 1);
 	int64_t rc = hc_cache_alloc(r, N, slots, CT_MAX_PAGES);
-	hc_fault_disarm();
-	assert_true(hc_fault_fired());
+	util_fault_disarm();
+	assert_true(util_fault_fired());
 	if (rc != -ENOMEM)
 		fail_msg("hc_cache_alloc after a load without memory: %lld (%s), not -ENOMEM",
 			 (long long)rc, hc_last_error());

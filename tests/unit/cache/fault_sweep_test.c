@@ -66,7 +66,7 @@ static void mamba_state(const uint32_t *tok, uint8_t *out)
  * checked; pages it lacks are written and inserted. Every call may fail
  * (cleanly); the request is given back whatever happens. Returns the
  * pages it found (on any tier) or the first error. */
-static int64_t request(struct ct *t, const uint32_t *tok, bool hybrid, enum hc_fault_kind fk,
+static int64_t request(struct ct *t, const uint32_t *tok, bool hybrid, enum util_fault_kind fk,
 		       uint64_t nth)
 {
 	struct hc_cache_req *r;
@@ -100,7 +100,7 @@ static int64_t request(struct ct *t, const uint32_t *tok, bool hybrid, enum hc_f
 		ct_page_bytes(tok, (size_t)i, want, t->page_bytes);
 		assert_int_equal(hc_cache_dev_read(t->c, slots[i], got, t->page_bytes), 0);
 		if (memcmp(want, got, t->page_bytes))
-			fail_msg("%s fault %llu: page %lld served wrong", hc_fault_kind_name(fk),
+			fail_msg("%s fault %llu: page %lld served wrong", util_fault_kind_name(fk),
 				 (unsigned long long)nth, (long long)i);
 	}
 	if (hybrid && have == N / CT_PS) {
@@ -108,8 +108,8 @@ static int64_t request(struct ct *t, const uint32_t *tok, bool hybrid, enum hc_f
 		CLEAN(m, "mamba_read");
 		mamba_state(tok, st_want);
 		if (m == 0 && memcmp(st_want, st_got, MAMBA))
-			fail_msg("%s fault %llu: Mamba state served wrong", hc_fault_kind_name(fk),
-				 (unsigned long long)nth);
+			fail_msg("%s fault %llu: Mamba state served wrong",
+				 util_fault_kind_name(fk), (unsigned long long)nth);
 	}
 	if (have == N / CT_PS) {
 		hc_cache_release(r);
@@ -141,7 +141,7 @@ static int64_t request(struct ct *t, const uint32_t *tok, bool hybrid, enum hc_f
 }
 
 /* Write, back up, evict both tiers, read back from L3. */
-static void cycle(struct ct *t, const uint32_t *tok, bool hybrid, enum hc_fault_kind fk,
+static void cycle(struct ct *t, const uint32_t *tok, bool hybrid, enum util_fault_kind fk,
 		  uint64_t nth)
 {
 	request(t, tok, hybrid, fk, nth);
@@ -154,24 +154,24 @@ static void cycle(struct ct *t, const uint32_t *tok, bool hybrid, enum hc_fault_
 	CLEAN(hc_cache_flush(t->c), "flush");
 }
 
-static uint64_t round_trip(enum kind kind, enum hc_fault_kind fk, uint64_t nth)
+static uint64_t round_trip(enum kind kind, enum util_fault_kind fk, uint64_t nth)
 {
 	int fds = fs_fd_count();
 	uint32_t tok[N];
 	ct_tokens(tok, N, 11 + kind);
 	struct ct t;
-	hc_fault_arm(fk, nth);
+	util_fault_arm(fk, nth);
 	int rc = open_all(&t, kind);
 	CLEAN(rc, "open");
 	if (!rc)
 		cycle(&t, tok, kind == K_MAMBA, fk, nth);
-	hc_fault_disarm();
-	uint64_t seen = hc_fault_seen(fk);
+	util_fault_disarm();
+	uint64_t seen = util_fault_seen(fk);
 
 	/* Without a failure: everything works, and the pages come back from
 	 * L3 (or the device, when the faulty round left them there). */
 	if (rc && (rc = open_all(&t, kind)))
-		fail_msg("open after %s fault %llu: %s (%s)", hc_fault_kind_name(fk),
+		fail_msg("open after %s fault %llu: %s (%s)", util_fault_kind_name(fk),
 			 (unsigned long long)nth, hc_strerror(rc), hc_last_error());
 	request(&t, tok, kind == K_MAMBA, HC_FAULT_KINDS, 0);
 	assert_int_equal(hc_cache_flush(t.c), 0);
@@ -182,17 +182,17 @@ static uint64_t round_trip(enum kind kind, enum hc_fault_kind fk, uint64_t nth)
 	int64_t found = request(&t, tok, kind == K_MAMBA, HC_FAULT_KINDS, 0);
 	if (found != N / CT_PS)
 		fail_msg("after %s fault %llu: %lld of %d pages back from L3 (%s)",
-			 hc_fault_kind_name(fk), (unsigned long long)nth, (long long)found,
+			 util_fault_kind_name(fk), (unsigned long long)nth, (long long)found,
 			 N / CT_PS, hc_last_error());
 	ct_assert_empty(&t);
 	ct_close(&t);
 	int fds_after = fs_fd_count();
 	if (fds_after != fds)
-		fail_msg("%s fault %llu: %d fds open after, %d before", hc_fault_kind_name(fk),
+		fail_msg("%s fault %llu: %d fds open after, %d before", util_fault_kind_name(fk),
 			 (unsigned long long)nth, fds_after, fds);
 	struct st_count cnt = st_count(dir);
 	if (cnt.tmps)
-		fail_msg("%s fault %llu: %zu temp files left", hc_fault_kind_name(fk),
+		fail_msg("%s fault %llu: %zu temp files left", util_fault_kind_name(fk),
 			 (unsigned long long)nth, cnt.tmps);
 	st_empty_dir(dir);
 	return seen;
@@ -210,12 +210,12 @@ static void sweep(enum kind kind)
 			continue;
 		}
 		for (int fk = 0; fk < HC_FAULT_KINDS; fk++) {
-			uint64_t calls = round_trip(kind, (enum hc_fault_kind)fk, 0);
+			uint64_t calls = round_trip(kind, (enum util_fault_kind)fk, 0);
 			for (uint64_t n = 1; n <= calls; n++)
-				round_trip(kind, (enum hc_fault_kind)fk, n);
+				round_trip(kind, (enum util_fault_kind)fk, n);
 			print_message("%s %s: %llu %s faults swept\n", kind_names[kind], engine,
 				      (unsigned long long)calls,
-				      hc_fault_kind_name((enum hc_fault_kind)fk));
+				      util_fault_kind_name((enum util_fault_kind)fk));
 			assert_true(calls > 0);
 		}
 		st_rmrf(dir);

@@ -43,7 +43,7 @@ static void ok_or_enomem(int64_t rc, const char *what, uint64_t nth)
 {
 	if (rc >= 0)
 		return;
-	if (rc != -ENOMEM || !nth || !hc_fault_fired())
+	if (rc != -ENOMEM || !nth || !util_fault_fired())
 		fail_msg("%s with allocation %llu failed: %s (%s)", what, (unsigned long long)nth,
 			 hc_strerror((int)rc), hc_last_error());
 }
@@ -109,15 +109,15 @@ static uint64_t one_round(uint64_t nth)
 {
 	struct script s;
 	script_init(&s);
-	hc_fault_arm(HC_FAULT_ALLOC, nth);
+	util_fault_arm(HC_FAULT_ALLOC, nth);
 	struct radix_opts o = {.page_size = PS, .write_policy = RADIX_WRITE_THROUGH};
 	struct radix_tree *t = NULL;
 	int rc = radix_create(&o, &t);
 	ok_or_enomem(rc, "create", nth);
 	if (rc == 0)
 		run_script(t, &s, 0, nth);
-	hc_fault_disarm();
-	uint64_t seen = hc_fault_seen(HC_FAULT_ALLOC);
+	util_fault_disarm();
+	uint64_t seen = util_fault_seen(HC_FAULT_ALLOC);
 	if (rc)
 		t = tree_new(PS, RADIX_WRITE_THROUGH);
 	if (nth == 0)

@@ -102,45 +102,45 @@ static bool published(struct pages *p, unsigned i)
 
 /* Checks one batch's results; returns how many pages failed. */
 static unsigned check_results(struct pages *p, bool write, int rc, const int res[N],
-			      enum hc_fault_kind fk, uint64_t nth)
+			      enum util_fault_kind fk, uint64_t nth)
 {
 	unsigned failed = 0;
 	for (unsigned i = 0; i < N; i++) {
 		if (res[i] > 0 || res[i] < -4095)
 			fail_msg("%s %s fault %llu: page %u result %d", write ? "write" : "read",
-				 hc_fault_kind_name(fk), (unsigned long long)nth, i, res[i]);
+				 util_fault_kind_name(fk), (unsigned long long)nth, i, res[i]);
 		if (res[i] == 0) {
 			if (write && !published(p, i))
 				fail_msg("write %s fault %llu: page %u reported written, not there",
-					 hc_fault_kind_name(fk), (unsigned long long)nth, i);
+					 util_fault_kind_name(fk), (unsigned long long)nth, i);
 			if (!write &&
 			    (memcmp(p->dst + (size_t)i * LEN, p->src + (size_t)i * LEN, LEN) ||
 			     p->arrived[i] != 1))
 				fail_msg("read %s fault %llu: page %u reported read: wrong bytes "
 					 "or arrived %d times",
-					 hc_fault_kind_name(fk), (unsigned long long)nth, i,
+					 util_fault_kind_name(fk), (unsigned long long)nth, i,
 					 p->arrived[i]);
 			continue;
 		}
 		failed++;
 		if (fk != HC_FAULT_ALLOC && res[i] != -EIO)
 			fail_msg("%s %s fault %llu: page %u failed with %d, not -EIO",
-				 write ? "write" : "read", hc_fault_kind_name(fk),
+				 write ? "write" : "read", util_fault_kind_name(fk),
 				 (unsigned long long)nth, i, res[i]);
 		if (write && faccessat(p->dfd, p->names[i], F_OK, 0) == 0)
 			fail_msg("write %s fault %llu: failed page %u was published",
-				 hc_fault_kind_name(fk), (unsigned long long)nth, i);
+				 util_fault_kind_name(fk), (unsigned long long)nth, i);
 		if (!write && p->arrived[i])
 			fail_msg("read %s fault %llu: arrived ran for failed page %u",
-				 hc_fault_kind_name(fk), (unsigned long long)nth, i);
+				 util_fault_kind_name(fk), (unsigned long long)nth, i);
 	}
 	if (rc < 0 && fk != HC_FAULT_ALLOC)
 		fail_msg("%s %s fault %llu: the batch failed (%d), not one page",
-			 write ? "write" : "read", hc_fault_kind_name(fk), (unsigned long long)nth,
-			 rc);
+			 write ? "write" : "read", util_fault_kind_name(fk),
+			 (unsigned long long)nth, rc);
 	if (nth && fk != HC_FAULT_ALLOC && failed != 1)
 		fail_msg("%s %s fault %llu: %u pages failed, not 1", write ? "write" : "read",
-			 hc_fault_kind_name(fk), (unsigned long long)nth, failed);
+			 util_fault_kind_name(fk), (unsigned long long)nth, failed);
 	return failed;
 }
 
@@ -162,7 +162,7 @@ static struct io_engine *engine(enum io_engine_kind kind)
  * write batch, or a write batch and a read batch, with call nth of fk
  * failed in the last one (or in the set-up); returns the calls of fk. */
 static uint64_t round_trip(enum io_engine_kind kind, struct pages *p, bool write,
-			   enum hc_fault_kind fk, uint64_t nth)
+			   enum util_fault_kind fk, uint64_t nth)
 {
 	int fds = io_t_fd_count(), slots = io_t_open_slots();
 	int res[N];
@@ -175,23 +175,23 @@ static uint64_t round_trip(enum io_engine_kind kind, struct pages *p, bool write
 		e = NULL;
 	}
 	struct io_engine_opts o = {.kind = kind, .queue_depth = DEPTH, .threads = 3};
-	hc_fault_arm(fk, nth);
+	util_fault_arm(fk, nth);
 	int rc = io_engine_create(&o, &e);
 	if (rc == 0)
 		rc = write ? write_all(e, p, res) : read_all(e, p, res);
 	else if (fk != HC_FAULT_ALLOC || rc != -ENOMEM)
-		fail_msg("engine set-up with %s fault %llu: %d (%s)", hc_fault_kind_name(fk),
+		fail_msg("engine set-up with %s fault %llu: %d (%s)", util_fault_kind_name(fk),
 			 (unsigned long long)nth, rc, hc_last_error());
-	hc_fault_disarm();
-	uint64_t seen = hc_fault_seen(fk);
-	if (nth && nth <= seen && !hc_fault_fired())
-		fail_msg("%s fault %llu did not fire", hc_fault_kind_name(fk),
+	util_fault_disarm();
+	uint64_t seen = util_fault_seen(fk);
+	if (nth && nth <= seen && !util_fault_fired())
+		fail_msg("%s fault %llu did not fire", util_fault_kind_name(fk),
 			 (unsigned long long)nth);
 	if (e) {
 		unsigned failed = check_results(p, write, rc, res, fk, nth);
 		if (!nth && failed)
 			fail_msg("%s %s counting: %u pages failed", write ? "write" : "read",
-				 hc_fault_kind_name(fk), failed);
+				 util_fault_kind_name(fk), failed);
 	} else {
 		e = engine(kind);
 	}
@@ -222,7 +222,7 @@ static void sweep(enum io_engine_kind kind)
 	pages_init(&p);
 	static const struct {
 		bool write;
-		enum hc_fault_kind fk;
+		enum util_fault_kind fk;
 	} cases[] = {
 		{true, HC_FAULT_ALLOC},  {true, HC_FAULT_OPEN},   {true, HC_FAULT_WRITE},
 		{true, HC_FAULT_RENAME}, {false, HC_FAULT_ALLOC}, {false, HC_FAULT_OPEN},
@@ -238,7 +238,7 @@ static void sweep(enum io_engine_kind kind)
 			round_trip(kind, &p, cases[c].write, cases[c].fk, n);
 		print_message("%s %s: %llu %s faults swept\n", io_engine_kind_name(kind),
 			      cases[c].write ? "write" : "read", (unsigned long long)calls,
-			      hc_fault_kind_name(cases[c].fk));
+			      util_fault_kind_name(cases[c].fk));
 	}
 	pages_fini(&p);
 }

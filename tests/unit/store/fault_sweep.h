@@ -22,12 +22,12 @@ static inline int fs_fd_count(void)
 
 /* 0 (or a count), or a negative errno: never a positive code or a wild
  * value. */
-#define fs_assert_clean(rc, what, kind, nth)                                                \
-	do {                                                                                \
-		long long rc_ = (long long)(rc);                                            \
-		if (rc_ < -4095)                                                            \
-			fail_msg("%s with %s fault %llu: %lld is no errno", (what),         \
-				 hc_fault_kind_name(kind), (unsigned long long)(nth), rc_); \
+#define fs_assert_clean(rc, what, kind, nth)                                                  \
+	do {                                                                                  \
+		long long rc_ = (long long)(rc);                                              \
+		if (rc_ < -4095)                                                              \
+			fail_msg("%s with %s fault %llu: %lld is no errno", (what),           \
+				 util_fault_kind_name(kind), (unsigned long long)(nth), rc_); \
 	} while (0)
 
 #endif

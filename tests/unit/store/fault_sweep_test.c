@@ -122,14 +122,14 @@ static int check_hits(struct fx *f, const int kv_res[NP], const int side_res[NP]
 
 /* One round trip with call nth of kind fk failed (nth 0: none). Returns
  * the calls of fk it saw. */
-static uint64_t round_trip(struct fx *f, enum hc_fault_kind fk, uint64_t nth)
+static uint64_t round_trip(struct fx *f, enum util_fault_kind fk, uint64_t nth)
 {
 	int fds = fs_fd_count();
 	int kv_res[NP], side_res[NP];
 	struct hc_store *st = NULL;
 	bool registered = false;
 
-	hc_fault_arm(fk, nth);
+	util_fault_arm(fk, nth);
 	int rc = open_store(f, &st);
 	CLEAN(rc, "open");
 	if (!rc) {
@@ -147,38 +147,38 @@ static uint64_t round_trip(struct fx *f, enum hc_fault_kind fk, uint64_t nth)
 		CLEAN(got, "get");
 		check_hits(f, kv_res, side_res);
 	}
-	hc_fault_disarm();
-	uint64_t seen = hc_fault_seen(fk);
-	if (nth && nth <= seen && !hc_fault_fired())
-		fail_msg("%s fault %llu did not fire", hc_fault_kind_name(fk),
+	util_fault_disarm();
+	uint64_t seen = util_fault_seen(fk);
+	if (nth && nth <= seen && !util_fault_fired())
+		fail_msg("%s fault %llu did not fire", util_fault_kind_name(fk),
 			 (unsigned long long)nth);
 
 	/* The next calls, without a failure, work: what the failed set left
 	 * out is written now, and every page reads back. */
 	if (!st && (rc = open_store(f, &st)))
-		fail_msg("open after %s fault %llu: %s (%s)", hc_fault_kind_name(fk),
+		fail_msg("open after %s fault %llu: %s (%s)", util_fault_kind_name(fk),
 			 (unsigned long long)nth, hc_strerror(rc), hc_last_error());
 	if (!registered)
 		hc_store_unregister_pool(st, "kv"); /* registered before "side" failed */
 	if (!registered && (rc = register_pools(f, st)))
-		fail_msg("register after %s fault %llu: %s (%s)", hc_fault_kind_name(fk),
+		fail_msg("register after %s fault %llu: %s (%s)", util_fault_kind_name(fk),
 			 (unsigned long long)nth, hc_strerror(rc), hc_last_error());
 	if ((rc = transfer(f, st, true, kv_res, side_res)))
-		fail_msg("set after %s fault %llu: %s (%s)", hc_fault_kind_name(fk),
+		fail_msg("set after %s fault %llu: %s (%s)", util_fault_kind_name(fk),
 			 (unsigned long long)nth, hc_strerror(rc), hc_last_error());
 	int64_t got = transfer(f, st, false, kv_res, side_res);
 	if (got != NP || check_hits(f, kv_res, side_res) != NP)
-		fail_msg("get after %s fault %llu: %lld of %d pages (%s)", hc_fault_kind_name(fk),
+		fail_msg("get after %s fault %llu: %lld of %d pages (%s)", util_fault_kind_name(fk),
 			 (unsigned long long)nth, (long long)got, NP, hc_last_error());
 	hc_store_close(st);
 
 	int fds_after = fs_fd_count();
 	if (fds_after != fds)
-		fail_msg("%s fault %llu: %d fds open after, %d before", hc_fault_kind_name(fk),
+		fail_msg("%s fault %llu: %d fds open after, %d before", util_fault_kind_name(fk),
 			 (unsigned long long)nth, fds_after, fds);
 	struct st_count cnt = st_count(f->dir);
 	if (cnt.tmps)
-		fail_msg("%s fault %llu: %zu temp files left", hc_fault_kind_name(fk),
+		fail_msg("%s fault %llu: %zu temp files left", util_fault_kind_name(fk),
 			 (unsigned long long)nth, cnt.tmps);
 	st_empty_dir(f->dir); /* the next round writes again */
 	return seen;
@@ -189,13 +189,13 @@ static void sweep(enum kind kind)
 	struct fx f;
 	fx_init(&f, kind);
 	for (int fk = 0; fk < HC_FAULT_KINDS; fk++) {
-		uint64_t calls = round_trip(&f, (enum hc_fault_kind)fk, 0);
+		uint64_t calls = round_trip(&f, (enum util_fault_kind)fk, 0);
 		for (uint64_t n = 1; n <= calls; n++)
-			round_trip(&f, (enum hc_fault_kind)fk, n);
+			round_trip(&f, (enum util_fault_kind)fk, n);
 		print_message("%s %s: %llu %s faults swept\n", kind_names[kind],
 			      getenv("HICACHE_IO_ENGINE") ? getenv("HICACHE_IO_ENGINE") : "auto",
 			      (unsigned long long)calls,
-			      hc_fault_kind_name((enum hc_fault_kind)fk));
+			      util_fault_kind_name((enum util_fault_kind)fk));
 		if (fk != HC_FAULT_ALLOC)
 			assert_true(calls > 0); /* every kind is reached */
 	}

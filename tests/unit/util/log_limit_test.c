@@ -32,20 +32,20 @@ static void capture(enum hc_log_level level, const char *msg, void *arg)
 static void pass_once_per_interval(void **state)
 {
 	(void)state;
-	struct hc_log_limit l = HC_LOG_LIMIT_INIT(10);
+	struct util_log_limit l = HC_LOG_LIMIT_INIT(10);
 	uint64_t dropped = 99;
 	uint64_t t = 100 * SEC;
-	assert_true(hc_log_limit_pass(&l, t, &dropped));
+	assert_true(util_log_limit_pass(&l, t, &dropped));
 	assert_int_equal(dropped, 0);
 	for (int i = 0; i < 1000; i++)
-		assert_false(hc_log_limit_pass(&l, t + (uint64_t)i * SEC / 100, &dropped));
+		assert_false(util_log_limit_pass(&l, t + (uint64_t)i * SEC / 100, &dropped));
 	/* Still inside the interval: left out. */
-	assert_false(hc_log_limit_pass(&l, t + 10 * SEC - 1, &dropped));
-	assert_true(hc_log_limit_pass(&l, t + 10 * SEC, &dropped));
+	assert_false(util_log_limit_pass(&l, t + 10 * SEC - 1, &dropped));
+	assert_true(util_log_limit_pass(&l, t + 10 * SEC, &dropped));
 	assert_int_equal(dropped, 1001);
 	/* The count restarts with each line that goes out. */
-	assert_false(hc_log_limit_pass(&l, t + 11 * SEC, &dropped));
-	assert_true(hc_log_limit_pass(&l, t + 25 * SEC, &dropped));
+	assert_false(util_log_limit_pass(&l, t + 11 * SEC, &dropped));
+	assert_true(util_log_limit_pass(&l, t + 25 * SEC, &dropped));
 	assert_int_equal(dropped, 1);
 }
 
@@ -63,7 +63,7 @@ static void limited_line_says_how_many(void **state)
 	assert_int_equal(c.last_level, HC_LOG_WARN);
 
 	/* A limit whose interval has passed says what it left out. */
-	struct hc_log_limit l = HC_LOG_LIMIT_INIT(0);
+	struct util_log_limit l = HC_LOG_LIMIT_INIT(0);
 	atomic_store(&l.suppressed, 41);
 	util_log_limited(&l, HC_LOG_WARN, "slots exhausted");
 	assert_int_equal(c.calls, 2);
@@ -71,7 +71,7 @@ static void limited_line_says_how_many(void **state)
 
 	/* A disabled level costs nothing and counts nothing. */
 	hc_log_set_level(HC_LOG_ERROR);
-	struct hc_log_limit q = HC_LOG_LIMIT_INIT(10);
+	struct util_log_limit q = HC_LOG_LIMIT_INIT(10);
 	util_log_limited(&q, HC_LOG_WARN, "hidden");
 	assert_int_equal(atomic_load(&q.suppressed), 0);
 	assert_int_equal(atomic_load(&q.next_ns), 0);
@@ -86,7 +86,7 @@ static void expected_failure_is_not_an_error(void **state)
 	struct captured c = {0};
 	hc_log_set_handler(capture, &c);
 	hc_log_set_level(HC_LOG_TRACE);
-	struct hc_log_limit l = HC_LOG_LIMIT_INIT(10);
+	struct util_log_limit l = HC_LOG_LIMIT_INIT(10);
 	for (int i = 0; i < 100; i++) {
 		assert_int_equal(util_fail_limited(&l, HC_LOG_INFO, -ENOSPC, "%d slots free", i),
 				 -ENOSPC);
@@ -137,7 +137,7 @@ static void precise_error_kept(void **state)
  * call counted. */
 #define THREADS 8
 #define CALLS 2000
-static struct hc_log_limit shared = HC_LOG_LIMIT_INIT(3600);
+static struct util_log_limit shared = HC_LOG_LIMIT_INIT(3600);
 static _Atomic int passed;
 
 static void *hammer(void *arg)
@@ -145,7 +145,7 @@ static void *hammer(void *arg)
 	(void)arg;
 	uint64_t d;
 	for (int i = 0; i < CALLS; i++)
-		if (hc_log_limit_pass(&shared, 5 * SEC, &d))
+		if (util_log_limit_pass(&shared, 5 * SEC, &d))
 			atomic_fetch_add(&passed, 1);
 	return NULL;
 }

@@ -272,14 +272,14 @@ static int file_open(const struct hc_config *cfg, void **out)
 		return util_fail(-EINVAL, "file store: no directory; set config 'dirs' or "
 					  "HICACHE_STORAGE_DIR");
 
-	struct file_be *fb = hc_fault_calloc(1, sizeof(*fb));
+	struct file_be *fb = util_fault_calloc(1, sizeof(*fb));
 	if (!fb)
 		return -ENOMEM;
 	pthread_mutex_init(&fb->lock, NULL);
 	pthread_cond_init(&fb->wake, NULL);
 	fb->nonce = file_test_nonce ? file_test_nonce : file_random_nonce();
-	fb->dirs = hc_fault_calloc(ndirs, sizeof(*fb->dirs));
-	fb->dirfds = hc_fault_malloc(ndirs * sizeof(*fb->dirfds));
+	fb->dirs = util_fault_calloc(ndirs, sizeof(*fb->dirs));
+	fb->dirfds = util_fault_malloc(ndirs * sizeof(*fb->dirfds));
 	if (!fb->dirs || !fb->dirfds) {
 		rc = -ENOMEM;
 		goto fail;
@@ -338,7 +338,7 @@ static int file_open(const struct hc_config *cfg, void **out)
 		if ((rc = file_lease_open(&fb->lease, fb->dirfds, fb->dirs, fb->ndirs,
 					  fb->shared_group)))
 			goto fail;
-		if (hc_thread_start(&fb->cleaner, file_cleaner_main, fb)) {
+		if (util_thread_start(&fb->cleaner, file_cleaner_main, fb)) {
 			rc = util_fail(-EAGAIN, "file store: cannot start the cleaner thread");
 			goto fail;
 		}

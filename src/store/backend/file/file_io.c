@@ -92,7 +92,7 @@ static struct file_batch *file_batch_new(struct file_be *fb, struct store_obj *o
 	size_t req = write ? sizeof(struct io_write_req) : sizeof(struct io_read_req);
 	size_t names = write ? FILE_PATH_MAX + TMP_NAME_MAX + sizeof(struct file_hook)
 			     : FILE_PATH_MAX;
-	struct file_batch *b = hc_fault_calloc(1, sizeof(*b) + n * (req + names));
+	struct file_batch *b = util_fault_calloc(1, sizeof(*b) + n * (req + names));
 	if (!b)
 		return NULL;
 	*b = (struct file_batch){objs, n, write};
@@ -244,7 +244,7 @@ static int existing_kind(const struct io_write_req *q)
 	}
 	if (st.st_size < FORMAT_BLOCK || st.st_size % FORMAT_BLOCK)
 		goto out;
-	block = hc_fault_malloc(FORMAT_BLOCK);
+	block = util_fault_malloc(FORMAT_BLOCK);
 	if (!block) {
 		kind = -EEXIST; /* cannot tell: leave it */
 		goto out;
@@ -392,8 +392,8 @@ int file_get_feed(void *p, struct store_feed *f)
 int64_t file_exists(void *p, struct store_obj *objs, size_t n, bool stop_at_miss)
 {
 	struct file_be *fb = p;
-	struct io_stat_req *reqs = hc_fault_calloc(n ? n : 1, sizeof(*reqs));
-	char(*paths)[FILE_PATH_MAX] = hc_fault_malloc((n ? n : 1) * sizeof(*paths));
+	struct io_stat_req *reqs = util_fault_calloc(n ? n : 1, sizeof(*reqs));
+	char(*paths)[FILE_PATH_MAX] = util_fault_malloc((n ? n : 1) * sizeof(*paths));
 	if (!reqs || !paths) {
 		free(reqs);
 		free(paths);

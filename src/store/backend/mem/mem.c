@@ -57,13 +57,13 @@ static int mem_open(const struct hc_config *cfg, void **out)
 	int rc = hc_config_get_int(cfg, "mem_capacity_bytes", &cap);
 	if (rc)
 		return rc;
-	struct mem_be *m = hc_fault_calloc(1, sizeof(*m));
+	struct mem_be *m = util_fault_calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
 	pthread_mutex_init(&m->lock, NULL);
 	m->cap = (uint64_t)cap;
 	m->nbuckets = 1024;
-	m->table = hc_fault_calloc(m->nbuckets, sizeof(*m->table));
+	m->table = util_fault_calloc(m->nbuckets, sizeof(*m->table));
 	if (!m->table) {
 		mem_close(m);
 		return -ENOMEM;
@@ -124,7 +124,7 @@ static void remove_obj(struct mem_be *m, struct mem_obj *o)
 static void grow(struct mem_be *m)
 {
 	size_t n = m->nbuckets * 2;
-	struct mem_obj **t = hc_fault_calloc(n, sizeof(*t));
+	struct mem_obj **t = util_fault_calloc(n, sizeof(*t));
 	if (!t)
 		return; /* longer chains, still correct */
 	for (size_t i = 0; i < m->nbuckets; i++) {
@@ -149,8 +149,8 @@ static int put_one(struct mem_be *m, struct store_obj *obj)
 	if (*slot_of(m, obj->name, h))
 		return -EEXIST;
 	size_t nlen = strlen(obj->name) + 1;
-	struct mem_obj *o = hc_fault_malloc(sizeof(*o) + nlen);
-	uint8_t *data = hc_fault_malloc(obj->len ? obj->len : 1);
+	struct mem_obj *o = util_fault_malloc(sizeof(*o) + nlen);
+	uint8_t *data = util_fault_malloc(obj->len ? obj->len : 1);
 	if (!o || !data) {
 		free(o);
 		free(data);

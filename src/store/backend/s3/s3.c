@@ -173,16 +173,16 @@ int s3_delete(void *p, struct store_obj *objs, size_t n)
  */
 int s3_remove(void *p, struct store_obj *objs, size_t n)
 {
-	struct store_obj *again = hc_fault_calloc(n ? n : 1, sizeof(*again));
-	struct iovec *iov = hc_fault_calloc(n ? n : 1, sizeof(*iov));
-	size_t *del_of = hc_fault_calloc(n ? n : 1, sizeof(*del_of));
+	struct store_obj *again = util_fault_calloc(n ? n : 1, sizeof(*again));
+	struct iovec *iov = util_fault_calloc(n ? n : 1, sizeof(*iov));
+	size_t *del_of = util_fault_calloc(n ? n : 1, sizeof(*del_of));
 	int rc = 0;
 	if (!again || !iov || !del_of) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		iov[i].iov_base = objs[i].len ? hc_fault_malloc(objs[i].len) : NULL;
+		iov[i].iov_base = objs[i].len ? util_fault_malloc(objs[i].len) : NULL;
 		iov[i].iov_len = objs[i].len;
 		if (objs[i].len && !iov[i].iov_base) {
 			rc = -ENOMEM;
