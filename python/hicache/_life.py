@@ -74,3 +74,20 @@ class _Life:
     @property
     def open(self):
         return bool(self.h) and self.pid == _PID
+
+
+class _Closing:
+    """close() on leaving a with block and when collected (a close that
+    fails while collected is dropped: there is no caller to tell)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

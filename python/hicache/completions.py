@@ -17,7 +17,7 @@ import threading
 
 from . import _lib
 from ._args import _Mem, _Pages, _cstr
-from ._life import _Life
+from ._life import _Closing, _Life
 from ._native import Error, _C, _check, last_error
 from .keys import _Keys
 
@@ -33,7 +33,7 @@ class _Held:
         self.n = n
 
 
-class Completions:
+class Completions(_Closing):
     """A completion queue of store. Thread-safe: any threads may start and
     reap at once. Tags are any integers in [0, 2**64), unique among the
     ops not yet reaped."""
@@ -70,9 +70,7 @@ class Completions:
         if not isinstance(tag, int) or isinstance(tag, bool) or not 0 <= tag < 1 << 64:
             raise ValueError("hicache: %s: tag must be an integer in [0, 2**64), not %r" % (what, tag))
         if pool is None:  # no transfer at all: an op that only completes
-            k, t, refs, res = None, None, [], None
-            held = _Held(refs, None, 0)
-            return self._go(tag, fn, None, 0, held, what)
+            return self._go(tag, fn, (None, 0), _Held([], None, 0), what)
         k = _Keys(keys)
         t = _lib.PoolTransfer()
         cpool = _cstr(pool, "pool name")
@@ -81,11 +79,13 @@ class Completions:
         t.keys = k.keys
         t.names = k.names
         refs = [cpool, k]
+        args = (ctypes.byref(t), 1)  # one transfer
         if bufs is not None:
             iov = _Iovecs(bufs, writable=what == "get_bufs")
             if iov.n != k.n:
                 raise ValueError("hicache: %s: %d keys but %d buffers" % (what, k.n, iov.n))
             refs.append(iov)
+            args = (ctypes.byref(t), iov.arr)  # hc_store_*_bufs_start: the transfer, its buffers
         elif pages is not None:
             p = _Pages(pages)
             if p.n != k.n:
@@ -98,11 +98,11 @@ class Completions:
             res = (_INT * max(k.n, 1))()
             t.results = ctypes.cast(res, ctypes.POINTER(_INT))
         refs.append(t)
-        held = _Held(refs, res, k.n)
-        extra = (iov.arr,) if bufs is not None else ()
-        return self._go(tag, fn, ctypes.byref(t), 1, held, what, extra)
+        return self._go(tag, fn, args, _Held(refs, res, k.n), what)
 
-    def _go(self, tag, fn, tref, nt, held, what, extra=()):
+    def _go(self, tag, fn, args, held, what):
+        """Start fn(store, *args, &op) and hand the op to the queue under
+        tag, holding held's buffers until it is reaped."""
         with self._lock:
             if tag in self._held:
                 raise ValueError("hicache: %s: tag %d is in use by an op not yet reaped" % (what, tag))
@@ -111,10 +111,7 @@ class Completions:
         try:
             h = self._life.enter()
             try:
-                if extra:  # hc_store_*_bufs_start: one transfer, its buffers
-                    rc = self._store._call(fn, tref, extra[0], ctypes.byref(op))
-                else:
-                    rc = self._store._call(fn, tref, nt, ctypes.byref(op))
+                rc = self._store._call(fn, *args, ctypes.byref(op))
                 if rc < 0:
                     raise Error(int(rc), what, last_error())
                 rc = _C.hc_store_op_submit(h, op, tag)
@@ -201,18 +198,6 @@ class Completions:
         if self._life.close(_C.hc_store_cq_close):
             with self._lock:
                 self._held.clear()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 class _Iovecs:

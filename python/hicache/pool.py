@@ -6,7 +6,7 @@ import threading
 from . import _lib
 from ._args import _Mem, _index, _region
 from ._lib import LAYOUTS
-from ._life import _Life
+from ._life import _Closing, _Life
 from ._native import Error, _C, _check
 
 # ---- pools ----
@@ -24,7 +24,7 @@ def _layout_index(layout):
 _COMPONENTS = {"plain": 0, "k": 1, "v": 2}
 
 
-class Pool:
+class Pool(_Closing):
     """Host pages in the layout of one engine pool. Wrapped pools (wrap_*)
     point into memory the caller owns and keep a reference to the objects
     they were given; created pools (create_kv) own their memory."""
@@ -204,13 +204,7 @@ class Pool:
         self._life.close(_C.hc_pool_destroy)
         self._refs = None
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
+    def __del__(self):  # a pool a store still holds stays for the store
         try:
             if not self._stores:
                 self.close()

@@ -8,7 +8,7 @@ import weakref
 from . import _lib
 from ._args import _Pages, _cstr, _index, _no_nul
 from .keys import _Keys, _model_name
-from ._life import _Life
+from ._life import _Closing, _Life
 from ._native import _C, _check
 from .pool import Pool
 
@@ -43,7 +43,7 @@ class Transfer:
         self.results = None
 
 
-class Store:
+class Store(_Closing):
     """An open store. config: a dict of docs/CONFIG.md keys plus the store
     options backend ('file', 'mem', 's3'), model, tp_rank, tp_size and
     force_bounce (also accepted as keyword arguments). Any thread may call
@@ -106,18 +106,6 @@ class Store:
     @property
     def closed(self):
         return not self._life.open
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def _call(self, fn, *args):
         return self._life.call(fn, *args)

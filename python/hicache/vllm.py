@@ -70,6 +70,7 @@ def register():
 # ---- identity ----
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
+_ELEM_TYPE_MAX = 31  # HC_ELEM_TYPE_MAX
 
 
 def _attr(obj, *path, default=None):
@@ -86,12 +87,8 @@ def _dtype_name(d):
         return None
     s = str(d)
     s = s[len("torch."):] if s.startswith("torch.") else s
-    s = re.sub(r"[^A-Za-z0-9_]", "_", s)[: hicache_elem_type_max()]
+    s = re.sub(r"[^A-Za-z0-9_]", "_", s)[:_ELEM_TYPE_MAX]
     return s or None
-
-
-def hicache_elem_type_max():
-    return 31  # HC_ELEM_TYPE_MAX
 
 
 def _namespace(spec, row_bytes, model_revision=None, namespace=None):
