@@ -41,6 +41,7 @@ logger = logging.getLogger("hicache.lmcache")
 
 NAME_MAX = 128  # HC_STORE_NAME_MAX
 _ESCAPED = re.compile(r"[%/\x00-\x1f\x7f]")
+_ELEM_TYPE = re.compile(r"[A-Za-z0-9_]{1,31}")  # HC_ELEM_TYPE_MAX
 _GET, _SET, _EXISTS, _DELETE = "get", "set", "exists", "delete"
 
 
@@ -86,12 +87,15 @@ class HicacheConnector:
     """An LMCache native connector over a hicache store. Keywords (LMCache's
     adapter_params): root_dir (the file store's base directory, created if
     missing), backend ("file", "mem", "s3"), chunk_bytes (the largest
-    buffer, a full chunk; default: the first buffer's size), namespace
-    (identity beyond LMCache's key: KV dtype, model revision, ...),
+    buffer, a full chunk; default: the first buffer's size), kv_dtype (the
+    KV element type, e.g. "bfloat16": LMCache's key does not hold it, and
+    chunks of two types of one width have one size; it goes into every
+    object's geometry tag), namespace (identity beyond LMCache's key:
+    model revision, tenant, ...),
     close_timeout_s, and any hicache configuration key (docs/CONFIG.md)."""
 
     def __init__(self, root_dir=None, backend="file", chunk_bytes=None, namespace=None,
-                 close_timeout_s=60.0, **config):
+                 kv_dtype=None, close_timeout_s=60.0, **config):
         cfg = dict(config)
         if root_dir is not None:
             if "dirs" in cfg:
@@ -106,6 +110,10 @@ class HicacheConnector:
                              "file backend")
         if chunk_bytes is not None:
             _positive_int(chunk_bytes, "chunk_bytes")
+        if kv_dtype is not None and not (isinstance(kv_dtype, str) and _ELEM_TYPE.fullmatch(kv_dtype)):
+            raise ValueError("hicache LMCache connector: kv_dtype must be a name like \"bfloat16\" "
+                             "([A-Za-z0-9_], at most 31), not %r" % (kv_dtype,))
+        self._kv_dtype = kv_dtype
         if namespace is not None and not isinstance(namespace, str):
             raise ValueError("hicache LMCache connector: namespace must be a string, not %r"
                              % (namespace,))
@@ -147,7 +155,8 @@ class HicacheConnector:
             [{"buffer": mem, "page_stride": chunk_bytes, "seg_len": chunk_bytes}],
             pages=1, page_tokens=1)
         try:
-            self._store.register("kv", pool, anchor=True, suffix=self._suffix, force_bounce=True)
+            self._store.register("kv", pool, anchor=True, suffix=self._suffix, force_bounce=True,
+                                 elem_type=self._kv_dtype)
         except BaseException:
             pool.close()
             raise

@@ -454,6 +454,38 @@ def lmcache_partial_and_restart(d):
 
 
 @case
+def lmcache_kv_dtype(d):
+    """Chunks of one size and another KV element type are not each other's
+    (bf16 and fp16 chunks have one size; LMCache's key holds no dtype)."""
+    arena = lm.Arena(2 * CHUNK, CHUNK)
+    _fill(arena.slice(0), 9)
+    keys = _keys(1, "dt")
+    conn, drv = _lm(d, chunk_bytes=CHUNK, kv_dtype="bfloat16")
+    assert drv.set(keys, [arena.slice(0)]).result(T)[0]
+    drv.close()
+    conn, drv = _lm(d, chunk_bytes=CHUNK, kv_dtype="float16")
+    # exists looks at sizes (it may say True); the get checks the type and
+    # fails, writing nothing into the buffer.
+    ok, err, res = drv.get(keys, [arena.slice(1)]).result(T)
+    assert not ok and res == [False]
+    assert bytes(arena.slice(1)) == bytes(CHUNK)
+    drv.close()
+    conn, drv = _lm(d, chunk_bytes=CHUNK, kv_dtype="bfloat16")
+    ok, err, res = drv.get(keys, [arena.slice(1)]).result(T)
+    assert ok and bytes(arena.slice(1)) == bytes(arena.slice(0)), err
+    drv.close()
+    try:
+        from hicache.lmcache import HicacheConnector
+
+        HicacheConnector(root_dir=os.path.join(d, "l2"), kv_dtype="bf 16")
+    except ValueError as e:
+        assert "kv_dtype" in str(e)
+    else:
+        raise AssertionError("a bad kv_dtype accepted")
+    arena.close()
+
+
+@case
 def lmcache_threads(d):
     """Four threads submitting at once: every future once, every byte back."""
     conn, drv = _lm(d, chunk_bytes=CHUNK)
