@@ -159,28 +159,14 @@ void hc_cache_close(struct hc_cache *c)
 	free(c);
 }
 
-int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
+/* What hc_cache_open checks of the loaded options, each with a message. */
+static int cache_opts_check(const struct hc_cache_opts *o)
 {
-	if (!out)
-		return util_fail(-EINVAL, "hc_cache_open: out is NULL");
-	*out = NULL;
-	if (!opts)
-		return util_fail(-EINVAL, "hc_cache_open: opts is NULL");
-	/* A caller built against an older header passes a shorter struct:
-	 * its missing fields keep their defaults. */
-	struct hc_cache_opts loaded;
-	hc_cache_opts_init(&loaded, sizeof(loaded));
-	int lrc = util_opts_load(&loaded, sizeof(loaded), opts, "hc_cache_open: opts");
-	if (lrc)
-		return lrc;
-	const struct hc_cache_opts *o = &loaded;
 	if (o->page_size == 0)
 		return util_fail(-EINVAL, "cache: page_size must be > 0");
 	if ((unsigned)o->write_policy > HC_WRITE_BACK)
 		return util_fail(-EINVAL, "cache: unknown write_policy %d", (int)o->write_policy);
-	uint64_t dev_pages = o->device_tokens / o->page_size;
-	uint64_t host_pages = o->host_tokens / o->page_size;
-	if (dev_pages == 0 || host_pages == 0)
+	if (o->device_tokens / o->page_size == 0 || o->host_tokens / o->page_size == 0)
 		return util_fail(-EINVAL, "cache: device_tokens and host_tokens must hold a page");
 	if (o->kv.layers == 0)
 		return util_fail(-EINVAL, "cache: kv.layers must be > 0");
@@ -188,10 +174,16 @@ int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
 	if (!(o->prefetch_timeout_base_s >= 0 && o->prefetch_timeout_per_ki_token_s >= 0 &&
 	      o->prefetch_timeout_max_s >= 0 && o->prefetch_timeout_max_s <= 86400))
 		return util_fail(-EINVAL, "cache: prefetch_timeout_* must be in 0..86400 seconds");
+	return 0;
+}
 
+/* The cache struct with its lock, conditions and tree callbacks; NULL when
+ * out of memory. hc_cache_close() takes it from here on. */
+static struct hc_cache *cache_new(const struct hc_cache_opts *o, uint64_t host_pages)
+{
 	struct hc_cache *c = util_fault_calloc(1, sizeof(*c));
 	if (!c)
-		return util_fail(-ENOMEM, "cache: out of memory");
+		return NULL;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	pthread_cond_init(&c->wake_d2h, NULL);
@@ -205,74 +197,123 @@ int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
 					  .free_slots = cache_free_slots,
 					  .free_mamba = cache_free_mamba,
 					  .write_back = cache_write_back};
+	return c;
+}
+
+/* The host tier: its slots (own ones in no_data mode, else a KV pool's),
+ * their busy marks, and L3 (a key set, or the store the pool registers
+ * with). */
+static int cache_open_host(struct hc_cache *c)
+{
+	const struct hc_cache_opts *o = &c->o;
+	uint64_t host_pages = c->host_pages;
 	int rc;
-	unsigned mark = util_fail_mark();
 	c->host_busy = util_fault_calloc(host_pages, sizeof(*c->host_busy));
 	c->host_deferred = util_fault_calloc(host_pages, sizeof(*c->host_deferred));
-	if (!c->host_busy || !c->host_deferred) {
-		rc = util_fail(-ENOMEM, "cache: out of memory");
-		goto err;
-	}
+	if (!c->host_busy || !c->host_deferred)
+		return util_fail(-ENOMEM, "cache: out of memory");
 	if (o->no_data) {
 		if ((rc = hc_slots_create(host_pages, &c->own_slots)))
-			goto err;
+			return rc;
 		c->host_slots = c->own_slots;
 		if (o->store) {
-			if ((rc = cache_keyset_create(&c->keyset))) {
-				util_fail(rc, "cache: no memory for the key set");
-				goto err;
-			}
+			if ((rc = cache_keyset_create(&c->keyset)))
+				return util_fail(rc, "cache: no memory for the key set");
 			c->l3 = true;
 		}
-	} else {
-		struct hc_kv_geometry g = o->kv;
-		g.page_size = o->page_size;
-		g.pages = host_pages;
-		if ((rc = hc_pool_create_kv(&g, NULL, &c->host_pool)))
-			goto err;
-		c->host_slots = hc_pool_slots(c->host_pool);
-		c->page_bytes = hc_pool_page_bytes(c->host_pool);
-		if (o->store) {
-			rc = hc_store_register_pool(o->store, "kv", c->host_pool, true);
-			if (rc)
-				goto err;
-			c->reg_kv = true;
-			c->store = o->store;
-			c->l3 = true;
-		}
+		return 0;
 	}
-	if (o->mamba_bytes && (rc = cache_open_mamba(c, dev_pages, host_pages)))
-		goto err;
+	struct hc_kv_geometry g = o->kv;
+	g.page_size = o->page_size;
+	g.pages = host_pages;
+	if ((rc = hc_pool_create_kv(&g, NULL, &c->host_pool)))
+		return rc;
+	c->host_slots = hc_pool_slots(c->host_pool);
+	c->page_bytes = hc_pool_page_bytes(c->host_pool);
+	if (o->store) {
+		rc = hc_store_register_pool(o->store, "kv", c->host_pool, true);
+		if (rc)
+			return rc;
+		c->reg_kv = true;
+		c->store = o->store;
+		c->l3 = true;
+	}
+	return 0;
+}
+
+/* The device tier and the radix tree that indexes both tiers. */
+static int cache_open_index(struct hc_cache *c, uint64_t dev_pages)
+{
+	const struct hc_cache_opts *o = &c->o;
 	struct dev_opts dopts = {.pages = dev_pages,
 				 .layers = o->kv.layers,
 				 .host = c->host_pool,
 				 .ops = o->copy_ops,
 				 .arg = o->copy_arg,
 				 .no_data = o->no_data};
-	if ((rc = dev_create(&dopts, &c->dev)))
-		goto err;
+	int rc = dev_create(&dopts, &c->dev);
+	if (rc)
+		return rc;
 	static const enum radix_write_policy wp[] = {RADIX_WRITE_THROUGH,
 						     RADIX_WRITE_THROUGH_SELECTIVE,
 						     RADIX_WRITE_BACK};
 	struct radix_opts ro = {.page_size = o->page_size, .write_policy = wp[o->write_policy]};
-	if ((rc = radix_create(&ro, &c->tree)))
+	return radix_create(&ro, &c->tree);
+}
+
+/* The four background threads, in the order cache_stop_threads() counts
+ * on; c->nthreads counts those started. */
+static int cache_start_threads(struct hc_cache *c)
+{
+	void *(*const mains[])(void *) = {cache_backup_thread, cache_query_thread, cache_io_thread,
+					  cache_l3_thread};
+	pthread_t *const ths[] = {&c->th_backup, &c->th_query, &c->th_io, &c->th_l3};
+	for (unsigned i = 0; i < 4; i++) {
+		int rc = util_thread_start(ths[i], mains[i], c);
+		if (rc)
+			return rc;
+		c->nthreads = i + 1;
+	}
+	return 0;
+}
+
+int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out)
+{
+	if (!out)
+		return util_fail(-EINVAL, "hc_cache_open: out is NULL");
+	*out = NULL;
+	if (!opts)
+		return util_fail(-EINVAL, "hc_cache_open: opts is NULL");
+	/* A caller built against an older header passes a shorter struct:
+	 * its missing fields keep their defaults. */
+	struct hc_cache_opts loaded;
+	hc_cache_opts_init(&loaded, sizeof(loaded));
+	int rc = util_opts_load(&loaded, sizeof(loaded), opts, "hc_cache_open: opts");
+	if (!rc)
+		rc = cache_opts_check(&loaded);
+	if (rc)
+		return rc;
+	uint64_t dev_pages = loaded.device_tokens / loaded.page_size;
+	uint64_t host_pages = loaded.host_tokens / loaded.page_size;
+	struct hc_cache *c = cache_new(&loaded, host_pages);
+	if (!c)
+		return util_fail(-ENOMEM, "cache: out of memory");
+	unsigned mark = util_fail_mark();
+	rc = cache_open_host(c);
+	if (!rc && loaded.mamba_bytes)
+		rc = cache_open_mamba(c, dev_pages, host_pages);
+	if (!rc)
+		rc = cache_open_index(c, dev_pages);
+	if (rc)
 		goto err;
-	if ((rc = util_thread_start(&c->th_backup, cache_backup_thread, c)))
-		goto err_thread;
-	c->nthreads = 1;
-	if ((rc = util_thread_start(&c->th_query, cache_query_thread, c)))
-		goto err_thread;
-	c->nthreads = 2;
-	if ((rc = util_thread_start(&c->th_io, cache_io_thread, c)))
-		goto err_thread;
-	c->nthreads = 3;
-	if ((rc = util_thread_start(&c->th_l3, cache_l3_thread, c)))
-		goto err_thread;
-	c->nthreads = 4;
+	rc = cache_start_threads(c);
+	if (rc) {
+		util_fail_ctx(mark, rc, "cache: cannot start a background thread: %s",
+			      hc_strerror(rc));
+		goto err;
+	}
 	*out = c;
 	return 0;
-err_thread:
-	util_fail_ctx(mark, rc, "cache: cannot start a background thread: %s", hc_strerror(rc));
 err:
 	hc_cache_close(c);
 	return rc;

@@ -1,6 +1,6 @@
 /*
  * Backups: the device-to-host queue and thread, the host-to-L3 queue and
- * thread, write_back and write-back-ahead.
+ * thread, write_back's pages and write-back-ahead.
  */
 #define _GNU_SOURCE
 #include "cache/cache_internal.h"
@@ -103,12 +103,11 @@ void cache_queue_l3_mamba(struct hc_cache *c, const struct hc_key *key, uint64_t
 	cache_job_push(c, j);
 }
 
-/* RADIX_WRITE_BACK: the tree evicts an unbacked device node; copy it to host
- * now (synchronously: the tree needs the slots), then back it up to L3. */
-int cache_write_back(void *arg, const struct radix_node *node, uint64_t *host_out,
-		     uint64_t *mamba_host)
+/* The pages of write_back (cache_mamba.c, the tree's callback): copy the
+ * unbacked device node to host now (synchronously: the tree needs the
+ * slots), then back it up to L3. */
+int cache_write_back_pages(struct hc_cache *c, const struct radix_node *node, uint64_t *host_out)
 {
-	struct hc_cache *c = arg;
 	struct radix_node_info ni;
 	struct dev_copy *ev;
 
@@ -127,13 +126,6 @@ int cache_write_back(void *arg, const struct radix_node *node, uint64_t *host_ou
 	c->st.bytes_d2h += ni.pages * c->page_bytes;
 	c->st.write_back_sync_pages += ni.pages;
 	cache_queue_l3(c, ni.keys, host_out, ni.pages);
-	if (mamba_host && c->hybrid) {
-		/* Only once the pages made it: the tree drops the state of a
-		 * failed write-back without telling us. */
-		const void *src = c->mdev_mem ? c->mdev_mem + ni.mamba[RADIX_DEV] * c->mbytes
-					      : NULL;
-		*mamba_host = cache_mamba_host_new(c, node, src);
-	}
 	return 0;
 }
 

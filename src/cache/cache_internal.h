@@ -6,9 +6,10 @@
  *   cache_req.c       match, load, alloc, insert, release, abort
  *   cache_prefetch.c  the query and I/O threads of a prefetch
  *   cache_backup.c    device-to-host and host-to-L3 queues and threads,
- *                     write_back, write-back-ahead
+ *                     write_back's pages, write-back-ahead
  *   cache_slots.c     host and device KV slots
- *   cache_mamba.c     hybrid models: state slots, states, their backup
+ *   cache_mamba.c     hybrid models: state slots, states, their backup;
+ *                     the tree's write_back (pages, then the state)
  *   cache_l3.c        L3 access (store, or the no_data key sets)
  *   keyset.c          the no_data key set
  */
@@ -24,6 +25,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 enum pf_state { PF_NONE, PF_QUERY, PF_IO, PF_DONE };
 
@@ -80,6 +82,25 @@ struct hc_cache_req {
 	uint64_t pf_mslot;
 	struct radix_node *pf_pin; /* hybrid prefetch: pin on the chunks inserted so far */
 };
+
+/* The request's reference count, shared by its owner and a prefetch
+ * worker: here, below both cache_req.c and cache_prefetch.c. */
+static inline void cache_req_free(struct hc_cache_req *r)
+{
+	free(r->tokens);
+	free(r->pf_slots);
+	free(r->pf_keys);
+	free(r->load_dev);
+	free(r->new_slots);
+	free(r->mstate);
+	free(r);
+}
+
+/* Drop a reference (c->lock held); true when the caller must free r. */
+static inline bool cache_req_put(struct hc_cache_req *r)
+{
+	return --r->refs == 0;
+}
 
 struct hc_cache {
 	struct hc_cache_opts o;
@@ -175,6 +196,10 @@ uint64_t cache_mamba_host_new(struct hc_cache *c, const struct radix_node *node,
 /* Host copy of node's device state (write_through at insert, selective once
  * hot): the state's L2 copy is what survives device eviction. */
 void cache_mamba_to_host(struct hc_cache *c, struct radix_node *node);
+/* RADIX_WRITE_BACK, the tree's callback: the node's pages to host and L3
+ * (cache_write_back_pages), then, for a hybrid model, its state. */
+int cache_write_back(void *arg, const struct radix_node *node, uint64_t *host_out,
+		     uint64_t *mamba_host);
 /* Hybrid: device and host state pools; the host one registered as "mamba". */
 int cache_open_mamba(struct hc_cache *c, uint64_t dev_pages, uint64_t host_pages);
 /* Hybrid: give node (just inserted, on device) the request's state: a
@@ -186,10 +211,10 @@ void cache_mamba_attach(struct hc_cache *c, struct radix_node *node, const uint8
 
 /* Queue an L3 set of one host Mamba state under key (busy until it ends). */
 void cache_queue_l3_mamba(struct hc_cache *c, const struct hc_key *key, uint64_t slot);
-/* RADIX_WRITE_BACK: the tree evicts an unbacked device node; copy it to host
- * now (synchronously: the tree needs the slots), then back it up to L3. */
-int cache_write_back(void *arg, const struct radix_node *node, uint64_t *host_out,
-		     uint64_t *mamba_host);
+/* write_back's pages: copy the unbacked device node to host now
+ * (synchronously: the tree needs the slots), then back it up to L3. 0,
+ * -ENOSPC (no host room) or the copy's -errno. */
+int cache_write_back_pages(struct hc_cache *c, const struct radix_node *node, uint64_t *host_out);
 /* Queue a device -> host backup of the npages ending at node; the job
  * holds a device lock on node until the copy is acknowledged. */
 void cache_queue_backup(struct hc_cache *c, struct radix_node *node, size_t npages);
@@ -210,11 +235,5 @@ void *cache_l3_thread(void *arg);
 void cache_pf_query(struct hc_cache *c, struct hc_cache_req *r);
 void *cache_query_thread(void *arg);
 void *cache_io_thread(void *arg);
-
-/* ---- cache_req.c ---- */
-
-void cache_req_free(struct hc_cache_req *r);
-/* Drop a reference (c->lock held); true when the caller must free r. */
-bool cache_req_put(struct hc_cache_req *r);
 
 #endif

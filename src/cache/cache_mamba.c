@@ -77,6 +77,25 @@ uint64_t cache_mamba_host_new(struct hc_cache *c, const struct radix_node *node,
 	return slot;
 }
 
+/* RADIX_WRITE_BACK, the tree's callback: the tree evicts an unbacked device
+ * node. Its pages go to host and L3 (cache_write_back_pages), and then,
+ * for a hybrid model, its state: only once the pages made it, since the
+ * tree drops the state of a failed write-back without telling us. Here,
+ * above cache_backup.c, because it is the one place that needs both. */
+int cache_write_back(void *arg, const struct radix_node *node, uint64_t *host_out,
+		     uint64_t *mamba_host)
+{
+	struct hc_cache *c = arg;
+	int rc = cache_write_back_pages(c, node, host_out);
+	if (rc || !mamba_host || !c->hybrid)
+		return rc;
+	struct radix_node_info ni;
+	radix_node_info(node, &ni);
+	const void *src = c->mdev_mem ? c->mdev_mem + ni.mamba[RADIX_DEV] * c->mbytes : NULL;
+	*mamba_host = cache_mamba_host_new(c, node, src);
+	return 0;
+}
+
 /* Host copy of node's device state (write_through at insert, selective once
  * hot): the state's L2 copy is what survives device eviction. */
 void cache_mamba_to_host(struct hc_cache *c, struct radix_node *node)

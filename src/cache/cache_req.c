@@ -1,6 +1,7 @@
 /*
- * Requests: match, load, alloc, insert, release and abort, and the
- * reference count that the owner and a prefetch worker share.
+ * Requests: match, load, alloc, insert, release and abort. The
+ * reference count that the owner and a prefetch worker share is in
+ * cache_internal.h.
  */
 #define _GNU_SOURCE
 #include "cache/cache_internal.h"
@@ -16,25 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* ---- requests ---- */
-
-void cache_req_free(struct hc_cache_req *r)
-{
-	free(r->tokens);
-	free(r->pf_slots);
-	free(r->pf_keys);
-	free(r->load_dev);
-	free(r->new_slots);
-	free(r->mstate);
-	free(r);
-}
-
-/* Drop a reference (c->lock held); true when the caller must free r. */
-bool cache_req_put(struct hc_cache_req *r)
-{
-	return --r->refs == 0;
-}
 
 /* ---- request lifecycle ---- */
 

@@ -57,7 +57,7 @@ enum radix_tier {
 };
 
 /* What radix_evict_device() does with a device leaf that has no host copy
- * (REFERENCE.md section 6). The controller uses the same enum to decide
+ * (SGLang's HiCache write policies; docs/FLEET.md). The controller uses the same enum to decide
  * when to copy device pages to host. */
 enum radix_write_policy {
 	RADIX_WRITE_THROUGH,           /* backed up on insert; unbacked leaf: deleted */

@@ -2,7 +2,7 @@
  * cache/radix — what the files of the radix tree share. Private to
  * src/cache/radix*.c: the controller uses radix.h only.
  *
- *   radix.c        create/destroy, node blocks, split, match, insert,
+ *   radix_tree.c   create/destroy, node blocks, split, match, insert,
  *                  ranges, locks and pins, Mamba states, inspection
  *   radix_kids.c   the children table (open addressing on first pages)
  *   radix_lru.c    the LRU heaps, and the accounting that decides heap
@@ -11,9 +11,12 @@
  *   radix_check.c  the invariant checker
  *
  * What a match calls at every node on its path (the page hash, the
- * child-table probe, the touch) is static inline here, so that the walk
- * in radix.c compiles as it did in one file: bench/radix_match.c
- * measures that path.
+ * child-table probe) is static inline here, and the touch in
+ * radix_tree.c, so that the walk compiles as it did in one file:
+ * bench/radix_match.c measures that path.
+ *
+ * This header and radix.h are the bottom of the tree's files: they call
+ * nothing defined in a radix*.c file, so every file's includes point down.
  */
 #ifndef HC_SRC_CACHE_RADIX_INTERNAL_H
 #define HC_SRC_CACHE_RADIX_INTERNAL_H
@@ -197,16 +200,5 @@ void radix_node_begin(struct radix_tree *t, struct radix_node *n);
 void radix_node_end(struct radix_tree *t, struct radix_node *n);
 /* Out of the counters and every heap, for good (before freeing n). */
 void radix_node_detach(struct radix_tree *t, struct radix_node *n);
-
-/* Key raised to now: only a downward sift can be needed. */
-static inline void radix_node_touch(struct radix_tree *t, struct radix_node *n, uint64_t now,
-				    bool hit)
-{
-	n->last_access = now;
-	n->hits += hit;
-	for (int w = 0; w < HEAP_COUNT; w++)
-		if (n->hidx[w] != HEAP_NONE)
-			radix_heap_down(&t->heap[w], w, n->hidx[w]);
-}
 
 #endif /* HC_SRC_CACHE_RADIX_INTERNAL_H */

@@ -61,6 +61,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Key raised to now: only a downward sift can be needed. */
+static inline void radix_node_touch(struct radix_tree *t, struct radix_node *n, uint64_t now,
+				    bool hit)
+{
+	n->last_access = now;
+	n->hits += hit;
+	for (int w = 0; w < HEAP_COUNT; w++)
+		if (n->hidx[w] != HEAP_NONE)
+			radix_heap_down(&t->heap[w], w, n->hidx[w]);
+}
+
 /* ---- nodes ---- */
 
 static struct radix_node *node_new(struct radix_tree *t, size_t np)
