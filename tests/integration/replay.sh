@@ -73,11 +73,12 @@ else
 fi
 
 # Data mode on the first 300 requests, capacities small enough that every
-# tier serves hits; every page loaded from L2 or L3 is compared byte for byte.
+# tier serves hits; every page loaded from L2 or L3 is compared byte for byte
+# (8 KiB pages: 16 KV bytes a token, the same pages and hits as the default).
 head -n 300 "$TRACE" >"$TMP/t300.jsonl"
 mkdir "$TMP/l3" "$TMP/l3t"
 if "$BIN" replay "$TMP/t300.jsonl" --sequential --l1-tokens 200000 --l2-tokens 600000 \
-	--l3 "file:$TMP/l3" --json >"$TMP/d.json"; then
+	--kv-bytes-per-token 16 --l3 "file:$TMP/l3" --json >"$TMP/d.json"; then
 	for f in requests input_tokens hit_tokens hit_rate verified_pages corrupt_pages configs \
 		bytes l3_read_gbps ttft_s ttft_no_cache_s; do
 		check "$TMP/d.json" "'$f' in j" "field $f" 'list(j)'
@@ -98,7 +99,7 @@ fi
 # The same timed, with four requests at once: overlapping requests, the
 # same integrity checks.
 if "$BIN" replay "$TMP/t300.jsonl" --concurrency 4 --speed 4 --l1-tokens 200000 \
-	--l2-tokens 600000 --l3 "file:$TMP/l3t" --json >"$TMP/dt.json"; then
+	--l2-tokens 600000 --kv-bytes-per-token 16 --l3 "file:$TMP/l3t" --json >"$TMP/dt.json"; then
 	check "$TMP/dt.json" 'j["requests"] == 300 and j["schedule"] == "timed"' "timed data run" \
 		'(j["requests"], j["schedule"])'
 	check "$TMP/dt.json" 'all(c["corrupt_pages"] == 0 for c in j["configs"])' \

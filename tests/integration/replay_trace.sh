@@ -31,6 +31,23 @@ bad dupkey '{"timestamp": 5, "input_length": 600, "input_length": 900, "output_l
 	'a key appears twice'
 bad dupother '{"x": 1, "timestamp": 5, "input_length": 600, "output_length": 1, "hash_ids": [1, 2], "x": 2}' \
 	'a key appears twice'
+# Integers as written, not as cJSON's doubles hold them: 2^53 + 1 would
+# read as 2^53 (two block ids merged), 1.0000000000000001 as 1. Refused,
+# with the value named; what a double holds exactly still reads.
+bad bigid '{"timestamp": 5, "input_length": 600, "output_length": 1, "hash_ids": [1, 9007199254740993]}' \
+	'hash_ids\[1\] is 9007199254740993: ids must be integers in 0\.\.2^53'
+bad fracid '{"timestamp": 5, "input_length": 600, "output_length": 1, "hash_ids": [1.0000000000000001, 2]}' \
+	'hash_ids\[0\] is 1\.0000000000000001: ids must be integers'
+bad fracin '{"timestamp": 5, "input_length": 600.00000000000001, "output_length": 1, "hash_ids": [1, 2]}' \
+	'input_length is 600\.00000000000001: input_length must be an integer >= 1'
+bad fracout '{"timestamp": 5, "input_length": 600, "output_length": 1.00000000000000001, "hash_ids": [1, 2]}' \
+	'output_length is 1\.00000000000000001: output_length must be an integer >= 0'
+bad bigts '{"timestamp": 9007199254740993, "input_length": 600, "output_length": 1, "hash_ids": [1, 2]}' \
+	'timestamp is 9007199254740993: timestamp must be an integer'
+printf '%s\n' "$GOOD" '{"timestamp": 1e3, "input_length": 6e2, "output_length": 1.0, "hash_ids": [9007199254740992, 9007199254740991]}' \
+	>"$TMP/exact.jsonl"
+"$BIN" replay "$TMP/exact.jsonl" --no-data --l3 none >/dev/null 2>"$TMP/err" ||
+	fail "exact integers (2^53, 1e3, 1.0) rejected: $(cat "$TMP/err")"
 printf '%s\n%s\0 x\n' "$GOOD" "$GOOD" >"$TMP/nul.jsonl"
 "$BIN" replay "$TMP/nul.jsonl" --no-data --l3 none >/dev/null 2>"$TMP/err"
 grep -q 'nul.jsonl:2: text after the JSON object' "$TMP/err" ||
@@ -55,8 +72,10 @@ rm -f "$TMP/long.jsonl"
 # goes, and the process dies of the signal.
 for sig in TERM INT; do
 	mkdir -p "$TMP/tmp.$sig"
+	# 16 KV bytes a token: the first L3 object comes sooner (fewer bytes
+	# to move before it), and the whole trace still runs for long after.
 	TMPDIR="$TMP/tmp.$sig" HICACHE_LOG=off "$BIN" replay "$TRACE" --sequential \
-		--l1-tokens 200000 --l2-tokens 600000 >/dev/null 2>&1 &
+		--l1-tokens 200000 --l2-tokens 600000 --kv-bytes-per-token 16 >/dev/null 2>&1 &
 	pid=$!
 	# Wait until the store has objects in it (the replay is under way).
 	for _ in $(seq 300); do

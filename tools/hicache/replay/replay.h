@@ -112,6 +112,7 @@ struct workload {
 	uint64_t *ids;
 	size_t nids, ids_cap;
 	uint64_t total_input, max_input; /* tokens inserted (input, + output in multi-turn) */
+	char what[192];                  /* replay_parse_line()'s message when it names a value */
 };
 
 /* One instance's share of a configuration. */

@@ -112,21 +112,175 @@ int sim_l3_publish(struct sim *s, struct inst *in, struct flight *f)
 	return 0;
 }
 
+/* What the start of one request found: the cache's answer, and what the
+ * request is charged for bringing it in. */
+struct start {
+	struct hc_cache_req *req;
+	struct hc_cache_req_info info;
+	uint64_t t0;        /* replay_now_ns() at the match */
+	uint64_t local;     /* pages on device or host */
+	uint64_t l3_extra;  /* pages from the emulated L3 */
+	uint64_t hit_pages; /* pages the request need not compute */
+	double xfer;        /* seconds to bring them in */
+};
+
+/* No cache (the baseline): only the device pages the request holds while
+ * in flight. 0, or 1 (no device room now). */
+static int sim_start_baseline(struct inst *in, const struct request *r, struct flight *f,
+			      uint32_t ps)
+{
+	uint64_t need = (replay_insert_len(r) + ps - 1) / ps;
+	if (in->inflight > 0 && in->dev_used + need > in->dev_budget)
+		return 1;
+	f->dev_pages = need;
+	in->dev_used += need;
+	return 0;
+}
+
+/* Match the request's tokens and wait for its prefetch; with an emulated
+ * L3, what the cache's prefetch would find there. 0 or -errno (said). */
+static int sim_match(struct sim *s, struct inst *in, const struct request *r, struct flight *f,
+		     struct start *st)
+{
+	const struct replay_args *a = s->a;
+	uint32_t ps = a->page_tokens;
+	replay_gen_tokens(r, f->tok);
+	if (f->keys)
+		fleet_page_keys(f->tok, replay_insert_len(r) / ps, ps, f->keys);
+	flush_all(s);
+	st->t0 = replay_now_ns();
+	int rc = hc_cache_match(in->c, f->tok, r->input, &st->req);
+	if (rc) {
+		cli_report("replay: match", rc);
+		return rc;
+	}
+	hc_cache_prefetch_wait(st->req, HC_STOP_WAIT_COMPLETE);
+	hc_cache_req_info(st->req, &st->info);
+	/* Only real reads have a throughput. */
+	if (st->info.l3_tokens && !a->no_data)
+		s->res->l3_seconds += (double)(replay_now_ns() - st->t0) / 1e9;
+	st->local = (st->info.dev_tokens + st->info.host_tokens) / ps;
+	uint64_t npin = r->input / ps;
+	if (s->l3_emulated && npin > st->local) {
+		/* What the cache's prefetch would find, at most half its host
+		 * tier (the cache's own bound on a prefetch). */
+		st->l3_extra = lru_prefix(s->l3, f->keys + st->local, npin - st->local);
+		if (st->l3_extra > in->host_pages / 2)
+			st->l3_extra = in->host_pages / 2;
+	}
+	return 0;
+}
+
+/* Load the matched pages to the device. 0, 1 (no device room now) or
+ * -errno (said); req is aborted unless 0. */
+static int sim_load(struct hc_cache_req *req)
+{
+	int64_t loaded = hc_cache_load(req);
+	if (loaded == -ENOSPC) {
+		hc_cache_abort(req);
+		return 1;
+	}
+	int rc = 0;
+	if (loaded < 0 || (rc = hc_cache_layer_wait(req, UINT32_MAX))) {
+		rc = loaded < 0 ? (int)loaded : rc;
+		cli_report("replay: load", rc);
+		hc_cache_abort(req);
+		return rc;
+	}
+	return 0;
+}
+
+/* Device slots for the pages up to full, and compute them. 0, 1 (no
+ * device room now) or -errno (said); req is aborted unless 0. */
+static int sim_alloc(struct sim *s, struct inst *in, struct hc_cache_req *req, struct flight *f,
+		     uint64_t full)
+{
+	int rc = 0;
+	int64_t n = hc_cache_alloc(req, full * s->a->page_tokens, s->b->slots, s->maxpages);
+	if (n == -ENOSPC) {
+		hc_cache_abort(req);
+		return 1;
+	}
+	if (n < 0 || (rc = sim_compute(s, in, req, f->tok, full, n))) {
+		if (n < 0)
+			cli_report("replay: alloc", rc = (int)n);
+		hc_cache_abort(req);
+		return rc;
+	}
+	return 0;
+}
+
+/* Through the cache: match, prefetch, load (checked), allocate and compute
+ * the missing pages. 0, 1 (no device room now: aborted) or -errno. */
+static int sim_start_cached(struct sim *s, struct inst *in, const struct request *r,
+			    struct flight *f, struct start *st)
+{
+	const struct replay_args *a = s->a;
+	uint32_t ps = a->page_tokens;
+	uint64_t full = replay_insert_len(r) / ps;
+	int rc = sim_match(s, in, r, f, st);
+	if (!rc)
+		rc = sim_load(st->req);
+	if (rc)
+		return rc;
+	uint64_t l3_tokens = st->info.l3_tokens + st->l3_extra * ps;
+	st->xfer = a->no_data ? (double)(st->info.host_tokens * a->kv_bytes) / MODEL_H2D_BPS +
+					(double)(l3_tokens * a->kv_bytes) / MODEL_L3_BPS
+			      : (double)(replay_now_ns() - st->t0) / 1e9;
+	st->hit_pages = st->local + st->info.l3_tokens / ps; /* what the cache holds now */
+	if (!a->no_data)
+		sim_verify(s, in, st->req, f->tok, st->info.dev_tokens / ps, st->hit_pages);
+	if (full > st->hit_pages) {
+		if ((rc = sim_alloc(s, in, st->req, f, full)))
+			return rc;
+		f->full = full;
+	}
+	f->req = st->req;
+	f->l3_from = st->local;
+	f->l3_pages = st->l3_extra + st->info.l3_tokens / ps;
+	if (f->keys)
+		sim_l3_read(s, in, f);
+	st->hit_pages += st->l3_extra;
+	/* Its L3 writes: the pages it computes (those it read from L3 are
+	 * there already; its local prefix was written before). */
+	f->put_from = st->hit_pages;
+	st->info.l3_tokens = l3_tokens;
+	s->res->l3_pages_read += l3_tokens / ps;
+	return 0;
+}
+
+/* Count a started request's hits, and when its first token comes. */
+static void sim_account(struct sim *s, struct inst *in, const struct request *r,
+			const struct start *st, struct flight *f)
+{
+	const struct replay_args *a = s->a;
+	uint32_t ps = a->page_tokens;
+	struct result *res = s->res;
+	struct inst_result *ir = in->res;
+	uint64_t hit = st->hit_pages * ps < r->input ? st->hit_pages * ps : r->input;
+	res->requests++;
+	res->input_tokens += r->input;
+	res->hit[0] += st->info.dev_tokens;
+	res->hit[1] += st->info.host_tokens;
+	res->hit[2] += st->info.l3_tokens;
+	if (ir) {
+		ir->requests++;
+		ir->input_tokens += r->input;
+		ir->hit[0] += st->info.dev_tokens;
+		ir->hit[1] += st->info.host_tokens;
+		ir->hit[2] += st->info.l3_tokens;
+	}
+	f->done_at = s->now + st->xfer + (double)(r->input - hit) / a->prefill_tps;
+}
+
 /* Start request i at s->now on flight f of instance in: match, prefetch,
  * load (checked), allocate and compute the missing pages. Returns 0, 1
  * (no device room now: aborted, to be retried after a request ends), or
  * -errno (said). */
 int sim_start(struct sim *s, struct inst *in, size_t i, struct flight *f)
 {
-	const struct replay_args *a = s->a;
 	const struct request *r = &s->w->req[i];
-	struct result *res = s->res;
-	uint32_t ps = a->page_tokens;
-	struct hc_cache_req_info info = {0};
-	struct hc_cache_req *req = NULL;
-	uint64_t hit_pages = 0, l3_extra = 0; /* l3_extra: pages from the emulated L3 */
-	double xfer = 0;
-	int rc;
+	struct start st = {0};
 
 	if (s->procs)
 		return procs_start(s, in, i, f);
@@ -136,95 +290,11 @@ int sim_start(struct sim *s, struct inst *in, size_t i, struct flight *f)
 	f->dev_pages = 0;
 	f->put_from = 0;
 	f->l3_from = f->l3_pages = 0;
-	if (!in->c) {
-		uint64_t need = (replay_insert_len(r) + ps - 1) / ps;
-		if (in->inflight > 0 && in->dev_used + need > in->dev_budget)
-			return 1;
-		f->dev_pages = need;
-		in->dev_used += need;
-	} else {
-		uint64_t full = replay_insert_len(r) / ps;
-		replay_gen_tokens(r, f->tok);
-		if (f->keys)
-			fleet_page_keys(f->tok, full, ps, f->keys);
-		flush_all(s);
-		uint64_t t0 = replay_now_ns();
-		if ((rc = hc_cache_match(in->c, f->tok, r->input, &req))) {
-			cli_report("replay: match", rc);
-			return rc;
-		}
-		hc_cache_prefetch_wait(req, HC_STOP_WAIT_COMPLETE);
-		hc_cache_req_info(req, &info);
-		/* Only real reads have a throughput. */
-		if (info.l3_tokens && !a->no_data)
-			res->l3_seconds += (double)(replay_now_ns() - t0) / 1e9;
-		uint64_t local = (info.dev_tokens + info.host_tokens) / ps, npin = r->input / ps;
-		if (s->l3_emulated && npin > local) {
-			/* What the cache's prefetch would find, at most half its
-			 * host tier (the cache's own bound on a prefetch). */
-			l3_extra = lru_prefix(s->l3, f->keys + local, npin - local);
-			if (l3_extra > in->host_pages / 2)
-				l3_extra = in->host_pages / 2;
-		}
-		int64_t loaded = hc_cache_load(req);
-		if (loaded == -ENOSPC) {
-			hc_cache_abort(req);
-			return 1;
-		}
-		if (loaded < 0 || (rc = hc_cache_layer_wait(req, UINT32_MAX))) {
-			rc = loaded < 0 ? (int)loaded : rc;
-			cli_report("replay: load", rc);
-			hc_cache_abort(req);
-			return rc;
-		}
-		uint64_t l3_tokens = info.l3_tokens + l3_extra * ps;
-		xfer = a->no_data ? (double)(info.host_tokens * a->kv_bytes) / MODEL_H2D_BPS +
-					    (double)(l3_tokens * a->kv_bytes) / MODEL_L3_BPS
-				  : (double)(replay_now_ns() - t0) / 1e9;
-		hit_pages = local + info.l3_tokens / ps; /* what the cache holds now */
-		if (!a->no_data)
-			sim_verify(s, in, req, f->tok, info.dev_tokens / ps, hit_pages);
-		if (full > hit_pages) {
-			int64_t n = hc_cache_alloc(req, full * ps, s->b->slots, s->maxpages);
-			if (n == -ENOSPC) {
-				hc_cache_abort(req);
-				return 1;
-			}
-			if (n < 0 || (rc = sim_compute(s, in, req, f->tok, full, n))) {
-				if (n < 0)
-					cli_report("replay: alloc", rc = (int)n);
-				hc_cache_abort(req);
-				return rc;
-			}
-			f->full = full;
-		}
-		f->req = req;
-		f->l3_from = local;
-		f->l3_pages = l3_extra + info.l3_tokens / ps;
-		if (f->keys)
-			sim_l3_read(s, in, f);
-		hit_pages += l3_extra;
-		/* Its L3 writes: the pages it computes (those it read from L3
-		 * are there already; its local prefix was written before). */
-		f->put_from = hit_pages;
-		info.l3_tokens = l3_tokens;
-		res->l3_pages_read += l3_tokens / ps;
-	}
-	uint64_t hit = hit_pages * ps < r->input ? hit_pages * ps : r->input;
-	struct inst_result *ir = in->res;
-	res->requests++;
-	res->input_tokens += r->input;
-	res->hit[0] += info.dev_tokens;
-	res->hit[1] += info.host_tokens;
-	res->hit[2] += info.l3_tokens;
-	if (ir) {
-		ir->requests++;
-		ir->input_tokens += r->input;
-		ir->hit[0] += info.dev_tokens;
-		ir->hit[1] += info.host_tokens;
-		ir->hit[2] += info.l3_tokens;
-	}
-	f->done_at = s->now + xfer + (double)(r->input - hit) / a->prefill_tps;
+	int rc = in->c ? sim_start_cached(s, in, r, f, &st)
+		       : sim_start_baseline(in, r, f, s->a->page_tokens);
+	if (rc)
+		return rc;
+	sim_account(s, in, r, &st, f);
 	return 0;
 }
 

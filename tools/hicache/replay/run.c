@@ -245,143 +245,189 @@ static void end_stop(const struct sigaction old[2])
 	}
 }
 
+/* One `hicache replay`: its workload, up to three configurations, their
+ * results, and the stores and L3 directory they share. */
+struct replay_cmd {
+	struct replay_args a;
+	struct workload w;
+	struct result res[3];
+	struct config_run run[3];
+	double *ttft[4]; /* per configuration, then the no-cache baseline */
+	struct hc_store *stores[REPLAY_MAX_INSTANCES];
+	size_t nstores;
+	size_t nconf;
+	uint64_t l1, l2;
+	char tmpdir[4096];
+	bool own_dir;
+};
+
+/* The workload, the tiers' sizes and the result arrays. */
+static int replay_prepare(struct replay_cmd *r)
+{
+	struct replay_args *a = &r->a;
+	if (a->multiturn ? replay_gen_multiturn(a, &r->w) : replay_load_trace(a->trace, &r->w)) {
+		if (a->multiturn)
+			fprintf(stderr, "hicache replay: out of memory\n");
+		return 1;
+	}
+	uint64_t ps = a->page_tokens;
+	/* unlimited: everything the workload could insert, plus a page. */
+	uint64_t unl = (r->w.total_input / ps + 1) * ps;
+	r->l1 = a->l1_tokens == UINT64_MAX ? unl : a->l1_tokens;
+	r->l2 = a->l2_tokens == UINT64_MAX ? unl : a->l2_tokens;
+	r->nconf = a->l3 == L3_NONE ? 2 : 3;
+	for (size_t i = 0; i < 4; i++) {
+		if (!(r->ttft[i] = calloc(r->w.n, sizeof(double))) ||
+		    (i < 3 && !(r->res[i].inst = calloc(a->instances, sizeof(*r->res[i].inst))))) {
+			fprintf(stderr, "hicache replay: out of memory\n");
+			return 1;
+		}
+		if (i < 3)
+			r->res[i].ninst = a->instances;
+	}
+	return 0;
+}
+
+/* A file L3 in data mode with no --l3-dir: a directory of our own under
+ * $TMPDIR (as mktemp(1) has it, else /tmp), removed at the end. */
+static int replay_own_dir(struct replay_cmd *r)
+{
+	const char *base = getenv("TMPDIR");
+	if (!base || !*base)
+		base = "/tmp";
+	if ((size_t)snprintf(r->tmpdir, sizeof(r->tmpdir), "%s/hicache-replay-XXXXXX", base) >=
+	    sizeof(r->tmpdir)) {
+		fprintf(stderr, "hicache replay: $TMPDIR too long\n");
+		return 1;
+	}
+	if (!mkdtemp(r->tmpdir)) {
+		fprintf(stderr, "hicache replay: mkdtemp: %s\n", strerror(errno));
+		return 1;
+	}
+	r->own_dir = true;
+	r->a.l3_dir = r->tmpdir;
+	return 0;
+}
+
+/* The L3's directory and the store handles the configurations share. */
+static int replay_open_l3(struct replay_cmd *r)
+{
+	struct replay_args *a = &r->a;
+	if (a->l3 == L3_NONE)
+		return 0;
+	if (a->l3 == L3_FILE && !a->no_data && !a->l3_dir && replay_own_dir(r))
+		return 1;
+	/* Data mode: each instance its own handle on the one dir (a fleet
+	 * shares it as engines on many hosts would). No-data: the cache's key
+	 * set, or the replay's (fleet_l3_emulated()). */
+	size_t want = a->no_data ? (fleet_l3_emulated(a) ? 0 : 1) : a->instances;
+	if (a->processes)
+		want = 0; /* each child opens its own */
+	for (; r->nstores < want; r->nstores++)
+		if (replay_open_store(a, &r->stores[r->nstores]))
+			return 1;
+	return 0;
+}
+
+/* Every configuration, and the no-cache baseline; 0 or the first failure's
+ * code. */
+static int replay_configs(struct replay_cmd *r)
+{
+	const struct replay_args *a = &r->a;
+	for (size_t i = 0; i < r->nconf; i++) {
+		/* L1 only: the controller needs a host page; one is the least. */
+		r->run[i] = (struct config_run){.a = a,
+						.w = &r->w,
+						.l1 = r->l1,
+						.l2 = i == 0 ? a->page_tokens : r->l2,
+						.stores = r->stores,
+						.with_l3 = i == 2,
+						.ttft = r->ttft[i],
+						.progress = !a->no_data,
+						.res = &r->res[i]};
+		/* Data mode measures transfer times: one configuration at a time. */
+		/* --processes: fork from a process with no other threads. */
+		if (a->no_data && !a->processes &&
+		    pthread_create(&r->run[i].th, NULL, config_thread, &r->run[i]) == 0)
+			r->run[i].started = true;
+		else
+			config_thread(&r->run[i]);
+	}
+	int rc = replay_baseline(a, &r->w, r->l1, r->ttft[3]);
+	for (size_t i = 0; i < r->nconf; i++) {
+		if (r->run[i].started)
+			pthread_join(r->run[i].th, NULL);
+		if (r->run[i].rc)
+			rc = r->run[i].rc;
+	}
+	return rc;
+}
+
+/* Percentiles and the report; 1 when a configuration read corrupt pages. */
+static int replay_report(struct replay_cmd *r)
+{
+	size_t n = r->w.n, nconf = r->nconf;
+	double no_cache[3];
+	replay_percentiles(r->ttft[3], n, no_cache);
+	for (size_t i = 0; i < nconf; i++) {
+		replay_percentiles(r->ttft[i], n, r->res[i].ttft);
+		memcpy(r->res[i].ttft_no, no_cache, sizeof(no_cache));
+	}
+	int ret = r->a.json ? replay_print_json(&r->a, r->res, nconf)
+			    : (replay_print_human(&r->a, r->res, nconf), 0);
+	for (size_t i = 0; i < nconf; i++)
+		if (r->res[i].corrupt) {
+			fprintf(stderr, "hicache replay: %s: %" PRIu64 " corrupt pages\n",
+				r->res[i].name, r->res[i].corrupt);
+			ret = 1;
+		}
+	return ret;
+}
+
+static void replay_cmd_free(struct replay_cmd *r)
+{
+	for (size_t k = 0; k < r->nstores; k++)
+		hc_store_close(r->stores[k]);
+	if (r->own_dir)
+		nftw(r->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	for (size_t i = 0; i < 4; i++)
+		free(r->ttft[i]);
+	for (size_t i = 0; i < 3; i++)
+		free(r->res[i].inst);
+	replay_wl_free(&r->w);
+}
+
 int cmd_replay(int argc, char **argv)
 {
-	struct replay_args a = {
-		.concurrency = 16,
-		.speed = 1,
-		.page_tokens = TRACE_BLOCK,
-		.l1_tokens = 1000000,
-		.l2_tokens = 4000000,
-		.l3 = L3_FILE,
-		.kv_bytes = 128,
-		.prefill_tps = 10000,
-		.clients = 8,
-		.rounds = 4,
-		.request_tokens = 1024,
-		.output_tokens = 256,
-		.instances = 1,
-		.router = ROUTER_RR,
-		.seed = 1,
+	struct replay_cmd r = {
+		.a = {.concurrency = 16,
+		      .speed = 1,
+		      .page_tokens = TRACE_BLOCK,
+		      .l1_tokens = 1000000,
+		      .l2_tokens = 4000000,
+		      .l3 = L3_FILE,
+		      .kv_bytes = 128,
+		      .prefill_tps = 10000,
+		      .clients = 8,
+		      .rounds = 4,
+		      .request_tokens = 1024,
+		      .output_tokens = 256,
+		      .instances = 1,
+		      .router = ROUTER_RR,
+		      .seed = 1},
+		.res = {{.name = "L1"}, {.name = "L1+L2"}, {.name = "L1+L2+L3"}},
 	};
-	struct workload w = {0};
-	struct result res[3] = {{.name = "L1"}, {.name = "L1+L2"}, {.name = "L1+L2+L3"}};
-	struct config_run run[3] = {{0}};
-	double *ttft[4] = {NULL};
-	struct hc_store *stores[REPLAY_MAX_INSTANCES] = {NULL};
-	size_t nstores = 0;
-	char tmpdir[4096];
-	bool own_dir = false;
 	struct sigaction old_sa[2];
 	int ret = 1, rc;
 
-	if ((rc = replay_parse_args(argc, argv, &a)))
+	if ((rc = replay_parse_args(argc, argv, &r.a)))
 		return rc < 0 ? 0 : rc;
-	if ((rc = fleet_check_args(&a)))
+	if ((rc = fleet_check_args(&r.a)))
 		return rc;
 	catch_stop(old_sa);
-	if (a.multiturn ? replay_gen_multiturn(&a, &w) : replay_load_trace(a.trace, &w)) {
-		if (a.multiturn)
-			fprintf(stderr, "hicache replay: out of memory\n");
-		goto out;
-	}
-	uint64_t ps = a.page_tokens;
-	/* unlimited: everything the workload could insert, plus a page. */
-	uint64_t unl = (w.total_input / ps + 1) * ps;
-	uint64_t l1 = a.l1_tokens == UINT64_MAX ? unl : a.l1_tokens;
-	uint64_t l2 = a.l2_tokens == UINT64_MAX ? unl : a.l2_tokens;
-	size_t nconf = a.l3 == L3_NONE ? 2 : 3;
-
-	for (size_t i = 0; i < 4; i++) {
-		if (!(ttft[i] = calloc(w.n, sizeof(double))) ||
-		    (i < 3 && !(res[i].inst = calloc(a.instances, sizeof(*res[i].inst))))) {
-			fprintf(stderr, "hicache replay: out of memory\n");
-			goto out;
-		}
-		if (i < 3)
-			res[i].ninst = a.instances;
-	}
-	if (a.l3 != L3_NONE) {
-		const char *dir = a.l3_dir;
-		if (a.l3 == L3_FILE && !a.no_data && !dir) {
-			/* $TMPDIR as mktemp(1) has it, else /tmp. */
-			const char *base = getenv("TMPDIR");
-			if (!base || !*base)
-				base = "/tmp";
-			if ((size_t)snprintf(tmpdir, sizeof(tmpdir), "%s/hicache-replay-XXXXXX",
-					     base) >= sizeof(tmpdir)) {
-				fprintf(stderr, "hicache replay: $TMPDIR too long\n");
-				goto out;
-			}
-			if (!mkdtemp(tmpdir)) {
-				fprintf(stderr, "hicache replay: mkdtemp: %s\n", strerror(errno));
-				goto out;
-			}
-			own_dir = true;
-			dir = tmpdir;
-		}
-		a.l3_dir = dir;
-		/* Data mode: each instance its own handle on the one dir (a
-		 * fleet shares it as engines on many hosts would). No-data: the
-		 * cache's key set, or the replay's (fleet_l3_emulated()). */
-		size_t want = a.no_data ? (fleet_l3_emulated(&a) ? 0 : 1) : a.instances;
-		if (a.processes)
-			want = 0; /* each child opens its own */
-		for (; nstores < want; nstores++)
-			if (replay_open_store(&a, &stores[nstores]))
-				goto out;
-	}
-	for (size_t i = 0; i < nconf; i++) {
-		/* L1 only: the controller needs a host page; one is the least. */
-		run[i] = (struct config_run){.a = &a,
-					     .w = &w,
-					     .l1 = l1,
-					     .l2 = i == 0 ? ps : l2,
-					     .stores = stores,
-					     .with_l3 = i == 2,
-					     .ttft = ttft[i],
-					     .progress = !a.no_data,
-					     .res = &res[i]};
-		/* Data mode measures transfer times: one configuration at a time. */
-		/* --processes: fork from a process with no other threads. */
-		if (a.no_data && !a.processes &&
-		    pthread_create(&run[i].th, NULL, config_thread, &run[i]) == 0)
-			run[i].started = true;
-		else
-			config_thread(&run[i]);
-	}
-	rc = replay_baseline(&a, &w, l1, ttft[3]);
-	for (size_t i = 0; i < nconf; i++) {
-		if (run[i].started)
-			pthread_join(run[i].th, NULL);
-		if (run[i].rc)
-			rc = run[i].rc;
-	}
-	if (rc)
-		goto out;
-	double no_cache[3];
-	replay_percentiles(ttft[3], w.n, no_cache);
-	for (size_t i = 0; i < nconf; i++) {
-		replay_percentiles(ttft[i], w.n, res[i].ttft);
-		memcpy(res[i].ttft_no, no_cache, sizeof(no_cache));
-	}
-	ret = a.json ? replay_print_json(&a, res, nconf) : (replay_print_human(&a, res, nconf), 0);
-	for (size_t i = 0; i < nconf; i++)
-		if (res[i].corrupt) {
-			fprintf(stderr, "hicache replay: %s: %" PRIu64 " corrupt pages\n",
-				res[i].name, res[i].corrupt);
-			ret = 1;
-		}
-out:
-	for (size_t k = 0; k < nstores; k++)
-		hc_store_close(stores[k]);
-	if (own_dir)
-		nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	for (size_t i = 0; i < 4; i++)
-		free(ttft[i]);
-	for (size_t i = 0; i < 3; i++)
-		free(res[i].inst);
-	replay_wl_free(&w);
+	if (!replay_prepare(&r) && !replay_open_l3(&r) && !replay_configs(&r))
+		ret = replay_report(&r);
+	replay_cmd_free(&r);
 	end_stop(old_sa);
 	return ret;
 }
