@@ -29,12 +29,6 @@ static void usage(FILE *out)
 		     "manual of\none command; 'hicache help' the manual of hicache.\n");
 }
 
-void cli_report(const char *what, int rc)
-{
-	const char *detail = hc_last_error();
-	fprintf(stderr, "hicache: %s: %s\n", what, detail[0] ? detail : hc_strerror(rc));
-}
-
 /* Failures reach the user once, through cli_report(); everything else the
  * library says (warnings, and more with HICACHE_LOG) goes to stderr. */
 static void cli_log(enum hc_log_level level, const char *msg, void *arg)
