@@ -4,8 +4,10 @@
 # something is missing.
 set -euo pipefail
 
+# groff-base and man-db: the manual pages' tests render them (cli_help,
+# man_pages) and find the installed ones (install_consumer).
 PACKAGES=(gcc make cmake pkg-config python3 liburing-dev libssl-dev libcurl4-openssl-dev libxxhash-dev libcjson-dev
-	libcmocka-dev python3-torch python3-numpy python3-pytest python3-hypothesis)
+	libcmocka-dev python3-torch python3-numpy python3-pytest python3-hypothesis groff-base man-db)
 # The fuzzers (make fuzz): clang and its libFuzzer/sanitizer runtime.
 if [ -n "${HC_FUZZ:-}" ]; then
 	PACKAGES+=(clang libclang-rt-14-dev)

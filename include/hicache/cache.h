@@ -143,13 +143,16 @@ struct hc_cache_opts {
 	double prefetch_timeout_max_s;
 };
 
+/* Defaults for a caller's struct of size bytes (pass sizeof(*opts)): the
+ * defaults named above, a one-layer page_first KV geometry, no store, the
+ * built-in copy engine; the capacities are the caller's to set. */
 HC_API void hc_cache_opts_init(struct hc_cache_opts *opts, size_t size);
-/* Returns 0, -EINVAL (the message names the option), -EEXIST (the store
- * already has an anchor pool), -ENOMEM. *out is NULL on failure. Starts the
- * background threads. */
+/* Open a cache as opts describe. Returns 0, -EINVAL (the message names
+ * the option), -EEXIST (the store already has an anchor pool), -ENOMEM.
+ * *out is NULL on failure. Starts the background threads. */
 HC_API int hc_cache_open(const struct hc_cache_opts *opts, struct hc_cache **out);
-/* Waits for background work (backups, prefetches) to finish, then frees
- * everything. Accepts NULL. Every request must be released first. */
+/* Close a cache: waits for background work (backups, prefetches) to
+ * finish, then frees everything. Accepts NULL. Every request must be released first. */
 HC_API void hc_cache_close(struct hc_cache *cache);
 
 /* The host pool (owned by the cache; valid until hc_cache_close()). NULL in
@@ -158,8 +161,8 @@ HC_API struct hc_pool *hc_cache_host_pool(struct hc_cache *cache);
 /* Bytes of one flat page (0 in no_data mode). */
 HC_API size_t hc_cache_page_bytes(const struct hc_cache *cache);
 
-/* Flat page bytes of a device slot (a slot from hc_cache_alloc() or
- * hc_cache_req_dev_slots()). Returns 0, -EINVAL, -EOPNOTSUPP (no_data, or
+/* Write / read the flat page bytes of a device slot (a slot from
+ * hc_cache_alloc() or hc_cache_req_dev_slots()). Returns 0, -EINVAL, -EOPNOTSUPP (no_data, or
  * an engine without page access). */
 HC_API int hc_cache_dev_write(struct hc_cache *cache, uint64_t slot, const void *src, size_t len);
 HC_API int hc_cache_dev_read(struct hc_cache *cache, uint64_t slot, void *dst, size_t len);
@@ -179,6 +182,7 @@ struct hc_cache_req_info {
  * prefix, and copies tokens. Returns 0, -EINVAL, -ENOMEM. */
 HC_API int hc_cache_match(struct hc_cache *cache, const uint32_t *tokens, size_t ntokens,
 			  struct hc_cache_req **out);
+/* What the request matched, prefetched and loaded so far. */
 HC_API void hc_cache_req_info(const struct hc_cache_req *req, struct hc_cache_req_info *out);
 
 /* Is the prefetch finished (or was there none)? */
@@ -204,29 +208,30 @@ HC_API int hc_cache_layer_wait(struct hc_cache_req *req, uint32_t layer);
  * in page order. Writes at most max; returns the page count. */
 HC_API int64_t hc_cache_req_dev_slots(struct hc_cache_req *req, uint64_t *slots, size_t max);
 
-/* Device slots for pages [device prefix, ntokens / page_size) of the
- * sequence the request will insert (its tokens, possibly extended). Writes
- * them to slots (max entries); the request owns them until
- * hc_cache_insert(). Waits for backups in flight as hc_cache_load() does.
+/* Allocate device slots for the pages to compute: pages [device prefix,
+ * ntokens / page_size) of the sequence the request will insert (its
+ * tokens, possibly extended). Writes them to slots (max entries); the
+ * request owns them until hc_cache_insert(). Waits for backups in flight as hc_cache_load() does.
  * Returns the page count, -ENOSPC, -EBUSY (called twice). */
 HC_API int64_t hc_cache_alloc(struct hc_cache_req *req, size_t ntokens, uint64_t *slots,
 			      size_t max);
-/* Insert tokens[0..ntokens) (starting with the request's matched prefix,
- * ntokens as given to hc_cache_alloc()) with the slots' contents. Waits
- * for a load in flight. Returns the pages new to the tree, or -errno. */
+/* Add the computed pages to the tree: tokens[0..ntokens) (starting with
+ * the request's matched prefix, ntokens as given to hc_cache_alloc()) with
+ * the slots' contents. Waits for a load in flight. Returns the pages new to the tree, or -errno. */
 HC_API int64_t hc_cache_insert(struct hc_cache_req *req, const uint32_t *tokens, size_t ntokens);
 
-/* Hybrid mode: the recurrent state after the request's last full page,
- * attached by the next hc_cache_insert() to the node ending there (device
- * state; write_through also keeps a host copy and backs it up to L3
- * under that page's key in pool "mamba"). len must be mamba_bytes; state
- * may be NULL in no_data mode. Call before hc_cache_insert(). Returns 0,
+/* Attach a recurrent state (hybrid mode): the state after the request's
+ * last full page, attached by the next hc_cache_insert() to the node
+ * ending there (device state; write_through also keeps a host copy and
+ * backs it up to L3 under that page's key in pool "mamba"). len must be
+ * mamba_bytes; state may be NULL in no_data mode. Call before hc_cache_insert(). Returns 0,
  * -EINVAL, -EOPNOTSUPP (not hybrid), -ENOMEM. */
 HC_API int hc_cache_mamba_write(struct hc_cache_req *req, const void *state, size_t len);
-/* Hybrid mode: the state at the request's Mamba boundary (the end of its
- * usable prefix, including what a prefetch brought in), read from the
- * tier that holds it (hc_cache_load() moves KV pages only). Returns 0,
- * -ENOENT (no state: the usable prefix is empty), -EINVAL, -EOPNOTSUPP. */
+/* Read the recurrent state (hybrid mode) at the request's Mamba boundary:
+ * the end of its usable prefix (including what a prefetch brought in),
+ * from the tier that holds it (hc_cache_load() moves KV pages only).
+ * Returns 0, -ENOENT (no state: the usable prefix is empty), -EINVAL,
+ * -EOPNOTSUPP. */
 HC_API int hc_cache_mamba_read(struct hc_cache_req *req, void *dst, size_t len);
 
 /* Finish the request: completes a load (its pages stay on device), drops
@@ -262,8 +267,9 @@ struct hc_cache_stats {
 	 * low), and those copied ahead. */
 	uint64_t write_back_sync_pages, write_back_ahead_pages;
 };
-/* size = sizeof(*out) as the caller was built: a struct from an older
- * header gets the fields it has; fields the library does not know are 0. */
+/* The cache's counters. size = sizeof(*out) as the caller was built: a
+ * struct from an older header gets the fields it has; fields the library
+ * does not know are 0. Returns 0 or -EINVAL (NULL). */
 HC_API int hc_cache_stats(struct hc_cache *cache, struct hc_cache_stats *out, size_t size);
 
 #ifdef __cplusplus

@@ -43,24 +43,31 @@ enum hc_config_source {
 	HC_CONFIG_FROM_SET,
 };
 
-/* json: NULL or "" for none, JSON text of one object, or "@file.json".
+/* Create a config from JSON, the environment and the defaults (in that
+ * order of precedence, above). json: NULL or "" for none, JSON text of one
+ * object, or "@file.json".
  * Returns 0, -EINVAL (bad JSON, unknown key, wrong type, out of bounds),
  * -ENOENT/-EACCES (file), -ENOMEM. *out is NULL on failure. */
 HC_API int hc_config_create(const char *json, struct hc_config **out);
-/* Accepts NULL. */
+/* Free a config. Accepts NULL. */
 HC_API void hc_config_destroy(struct hc_config *cfg);
 
 /* Set one key from text, as if it had come from the environment (the text
  * is parsed by the key's type). Returns 0, -ENOENT (unknown key), -EINVAL. */
 HC_API int hc_config_set(struct hc_config *cfg, const char *key, const char *value);
 
-/* Getters return 0, -ENOENT (unknown key) or -EINVAL (key has another type). */
+/* The effective value of a key of that type. Getters return 0, -ENOENT
+ * (unknown key) or -EINVAL (key has another type). */
 HC_API int hc_config_get_bool(const struct hc_config *cfg, const char *key, bool *out);
 HC_API int hc_config_get_int(const struct hc_config *cfg, const char *key, int64_t *out);
 HC_API int hc_config_get_number(const struct hc_config *cfg, const char *key, double *out);
-/* *out points into cfg; valid until cfg is destroyed or the key is set. */
+/* The effective value of a string key. *out points into cfg; valid until
+ * cfg is destroyed or the key is set. Returns 0, -ENOENT (unknown key) or
+ * -EINVAL (key has another type). */
 HC_API int hc_config_get_string(const struct hc_config *cfg, const char *key, const char **out);
-/* *items points into cfg (an array of *count strings); same lifetime. */
+/* The effective value of a list key. *items points into cfg (an array of
+ * *count strings); valid until cfg is destroyed or the key is set. Returns
+ * 0, -ENOENT (unknown key) or -EINVAL (key has another type). */
 HC_API int hc_config_get_list(const struct hc_config *cfg, const char *key,
 			      const char *const **items, size_t *count);
 
@@ -70,6 +77,8 @@ HC_API int hc_config_get_list(const struct hc_config *cfg, const char *key,
 typedef void (*hc_config_visit_fn)(const char *key, enum hc_config_type type, const char *env,
 				   const char *value, enum hc_config_source source, const char *doc,
 				   void *arg);
+/* Call fn for every key, as hc_config_visit_fn describes, with arg.
+ * Nothing happens when cfg or fn is NULL. */
 HC_API void hc_config_foreach(const struct hc_config *cfg, hc_config_visit_fn fn, void *arg);
 
 #ifdef __cplusplus

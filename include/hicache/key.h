@@ -62,7 +62,7 @@ HC_API int hc_key_seed(const char *extra_key, const char *cache_salt, struct hc_
 HC_API int64_t hc_key_chain(const struct hc_key *prior, const uint32_t *tokens, size_t ntokens,
 			    uint32_t page_size, struct hc_key *out, size_t max_keys);
 
-/* 64 lowercase hex digits and a NUL. */
+/* Write the key as 64 lowercase hex digits and a NUL. */
 HC_API void hc_key_to_hex(const struct hc_key *key, char out[HC_KEY_HEX_LEN + 1]);
 /* Parse 64 hex digits (either case). Returns 0 or -EINVAL. */
 HC_API int hc_key_from_hex(const char *hex, struct hc_key *out);
@@ -74,7 +74,7 @@ HC_API int hc_key_from_hex(const char *hex, struct hc_key *out);
  * (longer than HC_MODEL_NAME_MAX) or -ENOSPC (out too small). */
 HC_API int hc_key_sanitize_model(const char *model, char *out, size_t out_size);
 
-/* "_<model>" when rank_replicated (MLA) or tp_size is 0, else
+/* The name suffix of a model and rank: "_<model>" when rank_replicated (MLA) or tp_size is 0, else
  * "_<model>_<tp_rank>_<tp_size>"; model sanitised. model NULL or "" gives
  * no model part ("" or "_<rank>_<size>"). Returns the length, or -EINVAL
  * (tp_rank >= tp_size), -ENAMETOOLONG, -ENOSPC. */
@@ -104,7 +104,8 @@ enum hc_component {
 HC_API int hc_key_component(enum hc_component kind, const char *pool, uint32_t index, char *out,
 			    size_t out_size);
 
-/* "<hex><suffix><component>". suffix and component may be NULL or "".
+/* The physical name of one object: "<hex><suffix><component>". suffix
+ * and component may be NULL or "".
  * Returns the length, -EINVAL (NULL key or out, '/' in suffix or
  * component), -ENAMETOOLONG (longer than HC_NAME_MAX - 1) or -ENOSPC. */
 HC_API int hc_key_name(const struct hc_key *key, const char *suffix, const char *component,

@@ -37,7 +37,10 @@ typedef void (*hc_log_fn)(enum hc_log_level level, const char *msg, void *arg);
  * above the current level are not formatted and never reach it. */
 HC_API void hc_log_set_handler(hc_log_fn fn, void *arg);
 
+/* Set the level: messages above it are dropped (HC_LOG_OFF drops all).
+ * Overrides HICACHE_LOG; a value outside the enum is ignored. */
 HC_API void hc_log_set_level(enum hc_log_level level);
+/* The current level (from HICACHE_LOG until hc_log_set_level()). */
 HC_API enum hc_log_level hc_log_get_level(void);
 
 /* Parse "off|error|warn|info|debug|trace" (case-insensitive) or "0".."5".

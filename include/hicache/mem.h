@@ -61,11 +61,14 @@ struct hc_mem_opts {
 	void *hook_arg;
 };
 
-/* Fill defaults. size is sizeof(*opts) as the caller knows it. */
+/* Fill defaults (transparent huge pages, pre-faulted, not locked, no
+ * hooks). size is sizeof(*opts) as the caller knows it. */
 HC_API void hc_mem_opts_init(struct hc_mem_opts *opts, size_t size);
 
 /* Set huge_page_size, huge_mode, prefault_threads and lock from the config
- * keys hugepage_size, hugepage_mode, prefault_threads and mlock. */
+ * keys hugepage_size, hugepage_mode, prefault_threads and mlock. opts must
+ * come from hc_mem_opts_init(). Returns 0 or -EINVAL (NULL, opts not
+ * initialised, a key's value out of range; opts is then unchanged). */
 HC_API int hc_mem_opts_from_config(struct hc_mem_opts *opts, const struct hc_config *cfg);
 
 /* Map len bytes (rounded up to the page size actually used). opts may be
@@ -74,18 +77,22 @@ HC_API int hc_mem_opts_from_config(struct hc_mem_opts *opts, const struct hc_con
  * free huge pages: the message says how many are free), -EPERM (mlock not
  * permitted), or the hook's error. *out is NULL on failure. */
 HC_API int hc_mem_alloc(size_t len, const struct hc_mem_opts *opts, struct hc_mem **out);
-/* Unmaps (calling on_unmap first). Accepts NULL. */
+/* Unmap a region (calling on_unmap first) and free it. Accepts NULL. */
 HC_API void hc_mem_free(struct hc_mem *mem);
 
+/* The start of the region (NULL for a NULL mem). */
 HC_API void *hc_mem_addr(const struct hc_mem *mem);
 /* The length asked for. */
 HC_API size_t hc_mem_len(const struct hc_mem *mem);
 /* The length mapped (a multiple of the backing page size). */
 HC_API size_t hc_mem_mapped_len(const struct hc_mem *mem);
+/* What the region actually got (HC_MEM_NORMAL for a NULL mem). */
 HC_API enum hc_mem_backing hc_mem_backing(const struct hc_mem *mem);
 /* The page size backing the region: 4096, or the huge page size. */
 HC_API size_t hc_mem_page_size(const struct hc_mem *mem);
+/* Is the region mlocked? */
 HC_API bool hc_mem_locked(const struct hc_mem *mem);
+/* "normal", "thp" or "hugetlb" ("unknown" for another value). Static. */
 HC_API const char *hc_mem_backing_name(enum hc_mem_backing backing);
 
 /* Parse "2MB", "2M", "1GB", "1G" (case-insensitive) or a byte count equal to
@@ -98,7 +105,8 @@ HC_API int hc_mem_parse_huge_mode(const char *text, enum hc_huge_mode *out);
  * -EINVAL (unknown size) or -ENOENT (the kernel has no such pool). */
 HC_API int hc_mem_huge_pages_free(size_t huge_page_size, uint64_t *out);
 
-/* MemAvailable from /proc/meminfo, in bytes. */
+/* MemAvailable from /proc/meminfo, in bytes. Returns 0, -EINVAL (out
+ * NULL) or the error of reading /proc/meminfo. */
 HC_API int hc_mem_available(uint64_t *out);
 
 #ifdef __cplusplus

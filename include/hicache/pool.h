@@ -111,9 +111,12 @@ struct hc_segment {
 	uint32_t index;              /* conv index for HC_COMP_MAMBA_CONV */
 };
 
-/* Constructors. mem_opts may be NULL (defaults: normal pages, pre-faulted).
- * They return 0, -EINVAL (a zero or overflowing dimension, bad layout; the
- * message names the field), -ENOMEM, or an hc_mem_alloc() error. */
+/* Create a pool of that geometry over memory the library maps
+ * (hc_mem_alloc()). mem_opts may be NULL (hc_mem_opts_init()'s defaults:
+ * transparent huge pages where the kernel gives them, pre-faulted). An
+ * anchor pool has no memory. They return 0, -EINVAL (a zero or
+ * overflowing dimension, bad layout; the message names the field),
+ * -ENOMEM, or an hc_mem_alloc() error. */
 HC_API int hc_pool_create_kv(const struct hc_kv_geometry *geo, const struct hc_mem_opts *mem_opts,
 			     struct hc_pool **out);
 HC_API int hc_pool_create_mamba(const struct hc_mamba_geometry *geo,
@@ -137,10 +140,13 @@ HC_API int hc_pool_create_anchor(const struct hc_anchor_geometry *geo, struct hc
  * half then the V half, V at layers x pages x page_size x heads x head_dim
  * x elem_bytes; MLA: the latent buffer); nbufs 2 (MHA only) = separate K
  * and V buffers, each one half. Every layout.
+ *
  * hc_pool_wrap_mamba: temporal may be NULL (or of length 0) exactly when
  * geo->temporal_bytes is 0; conv holds geo->nconv buffers, buffer i of
  * slots x layers x conv_bytes[i] bytes.
+ *
  * hc_pool_wrap_indexer: one buffer of pages x page_bytes.
+ *
  * A buffer may be longer than it needs; hc_pool_regions() reports the
  * regions as given (kv: nbufs of them; mamba: temporal if any, then conv).
  * Returns 0, -EINVAL, -ENOMEM; *out is NULL on failure.
@@ -177,17 +183,25 @@ struct hc_segment_buffer {
 HC_API int hc_pool_wrap_segments(const struct hc_segment_buffer *bufs, unsigned n, uint64_t pages,
 				 uint32_t page_tokens, struct hc_pool **out);
 
-/* Accepts NULL. Created pools: frees the memory; wrapped pools: only the
- * pool's own state. */
+/* Destroy a pool. Accepts NULL. Created pools: frees the memory; wrapped
+ * pools: only the pool's own state. */
 HC_API void hc_pool_destroy(struct hc_pool *pool);
 
+/* The pool's kind. pool must not be NULL. */
 HC_API enum hc_pool_kind hc_pool_kind(const struct hc_pool *pool);
+/* "kv", "mamba", "indexer", "anchor" or "segments" ("unknown" for another
+ * value). Static. */
 HC_API const char *hc_pool_kind_name(enum hc_pool_kind kind);
+/* "layer_first", "page_first", "page_first_direct" or "page_head"
+ * ("unknown" for another value). Static. */
 HC_API const char *hc_kv_layout_name(enum hc_kv_layout layout);
-/* "layer_first", "page_first", "page_first_direct", "page_head". Returns 0 or -EINVAL. */
+/* Parse a layout name: "layer_first", "page_first", "page_first_direct",
+ * "page_head". Returns 0 or -EINVAL. */
 HC_API int hc_kv_layout_parse(const char *text, enum hc_kv_layout *out);
 
+/* Number of pages in the pool (0 for a NULL pool). */
 HC_API uint64_t hc_pool_pages(const struct hc_pool *pool);
+/* Tokens per page (0 for a NULL pool). */
 HC_API uint32_t hc_pool_page_tokens(const struct hc_pool *pool);
 /* Bytes of one flat page (0 for an anchor pool). */
 HC_API size_t hc_pool_page_bytes(const struct hc_pool *pool);
@@ -238,34 +252,48 @@ HC_API struct hc_slots *hc_pool_slots(struct hc_pool *pool);
  * Slot allocator: pages 0..n-1, O(1) alloc and free, thread-safe.
  * Freeing a slot that is not allocated (twice, or never given out, or out
  * of range) is -EINVAL and changes nothing.
+ *
+ * hc_slots_create() makes one of count slots, all free. Returns 0, -EINVAL
+ * (count 0 or too large, out NULL), -ENOMEM.
  */
 HC_API int hc_slots_create(uint64_t count, struct hc_slots **out);
+/* Free an allocator made by hc_slots_create(). Accepts NULL. */
 HC_API void hc_slots_destroy(struct hc_slots *slots);
-/* All n or none: returns 0, -ENOSPC (fewer than n free), -EINVAL. */
+/* Allocate n free slots into out, all n or none. Returns 0, -ENOSPC
+ * (fewer than n free), -EINVAL. */
 HC_API int hc_slots_alloc(struct hc_slots *slots, size_t n, uint64_t *out);
-/* All n or none: returns 0, or -EINVAL when any slot is invalid, not
- * allocated or repeated in the list (then none is freed). */
+/* Free n slots, all n or none. Returns 0, or -EINVAL when any slot is
+ * invalid, not allocated or repeated in the list (then none is freed). */
 HC_API int hc_slots_free(struct hc_slots *slots, size_t n, const uint64_t *pages);
+/* Number of free slots now (0 for NULL). */
 HC_API uint64_t hc_slots_available(const struct hc_slots *slots);
+/* Number of slots, free or not (0 for NULL). */
 HC_API uint64_t hc_slots_count(const struct hc_slots *slots);
+/* Is slot page allocated? False for NULL or a page out of range. */
 HC_API bool hc_slots_is_allocated(const struct hc_slots *slots, uint64_t page);
 
 /*
  * Pool group: named pools (kv, mamba, swa, indexer, ...) with exactly one
  * anchor (a KV, anchor or segments pool). The group owns the pools it holds.
+ *
+ * hc_pool_group_create() makes an empty one. Returns 0, -EINVAL (out NULL),
+ * -ENOMEM.
  */
 HC_API int hc_pool_group_create(struct hc_pool_group **out);
 /* Destroys the group and every pool in it. Accepts NULL. */
 HC_API void hc_pool_group_destroy(struct hc_pool_group *group);
-/* Takes ownership of pool on success only. name: [a-z0-9_]{1,32}.
+/* Add pool to the group under name. Takes ownership of pool on success
+ * only. name: [a-z0-9_]{1,32}.
  * Returns 0, -EINVAL (bad name, NULL, anchor of the wrong kind), -EEXIST
  * (name taken, pool already in the group, or a second anchor). */
 HC_API int hc_pool_group_add(struct hc_pool_group *group, const char *name, struct hc_pool *pool,
 			     bool anchor);
+/* The pool added under name, or NULL. */
 HC_API struct hc_pool *hc_pool_group_find(const struct hc_pool_group *group, const char *name);
-/* NULL when no anchor was added. */
+/* The anchor pool / its name; NULL when no anchor was added. */
 HC_API struct hc_pool *hc_pool_group_anchor(const struct hc_pool_group *group);
 HC_API const char *hc_pool_group_anchor_name(const struct hc_pool_group *group);
+/* Number of pools in the group (0 for NULL). */
 HC_API size_t hc_pool_group_count(const struct hc_pool_group *group);
 /* i-th pool in insertion order; *name (if not NULL) gets its name. NULL past the end. */
 HC_API struct hc_pool *hc_pool_group_at(const struct hc_pool_group *group, size_t i,
@@ -282,13 +310,20 @@ struct hc_pool_sizing {
 	/* Memory to leave free (config host_memory_reserve_gb, default 10). */
 	uint64_t reserve_bytes;
 };
+/* Defaults for a caller's struct of size bytes (pass sizeof(*s)): bytes 0,
+ * ratio 2.0, reserve 10 GiB. */
 HC_API void hc_pool_sizing_init(struct hc_pool_sizing *s, size_t size);
+/* Set bytes, ratio and reserve_bytes from the config keys hicache_size
+ * (GB: 1e9 bytes), hicache_ratio and host_memory_reserve_gb (GiB). s must
+ * come from hc_pool_sizing_init(). Returns 0 or -EINVAL (NULL, s not
+ * initialised). */
 HC_API int hc_pool_sizing_from_config(struct hc_pool_sizing *s, const struct hc_config *cfg);
-/* Pages of page_bytes each. Returns 0, -EINVAL (nothing to size from, a
+/* The pool's size in pages of page_bytes each. Returns 0, -EINVAL (nothing to size from, a
  * result of 0 pages, overflow), -ENOMEM (more than MemAvailable minus the
  * reserve; the message gives both figures). */
 HC_API int hc_pool_size_pages(const struct hc_pool_sizing *s, size_t page_bytes, uint64_t *pages);
-/* The same check against a given amount of available memory (testable). */
+/* hc_pool_size_pages against a given amount of available memory
+ * (testable). */
 HC_API int hc_pool_size_pages_avail(const struct hc_pool_sizing *s, size_t page_bytes,
 				    uint64_t available, uint64_t *pages);
 

@@ -10,9 +10,11 @@
  *        (kv, mamba, swa, indexer, ...), with hit policies.
  *
  * A page is stored as objects that depend on its pool alone (kind, layout,
- * buffers; docs/FORMAT.md): one per buffer for KV page_first and
- * page_first_direct, Mamba, indexer and segments pools, one of the flat
- * page for KV layer_first and page_head. Every pool gets a context:
+ * buffers; docs/FORMAT.md) and the config key kv_one_object_max_bytes: one
+ * per buffer for KV page_first and page_first_direct, Mamba, indexer and
+ * segments pools, one of the flat page for KV layer_first and page_head,
+ * and for page_first(_direct) MHA pages of at most kv_one_object_max_bytes
+ * (docs/CONFIG.md). Every pool gets a context:
  * zero-copy (objects move straight between pool memory and storage; only
  * for the per-buffer pools and, under O_DIRECT, when their buffer bases
  * and page strides are multiples of the direct-I/O alignment) or bounce
@@ -89,7 +91,8 @@ struct hc_store_opts {
 /* Defaults for a caller's struct of size bytes (pass sizeof(opts)): sets
  * struct_size to size; fields past this library's struct are zeroed. */
 HC_API void hc_store_opts_init(struct hc_store_opts *opts, size_t size);
-/* opts may come from an older header (a smaller struct_size: the fields it
+/* Open a store on the backend opts names. opts may come from an older
+ * header (a smaller struct_size: the fields it
  * lacks keep their defaults) or a newer one (refused with -EINVAL if it
  * sets fields this library does not know, as is a struct_size that was
  * never initialised).
@@ -97,7 +100,8 @@ HC_API void hc_store_opts_init(struct hc_store_opts *opts, size_t size);
  * -EACCES / -ENOTDIR (a base dir; s3: no such bucket / access denied),
  * -ENOMEM. *out is NULL on failure. */
 HC_API int hc_store_open(const struct hc_store_opts *opts, struct hc_store **out);
-/* Accepts NULL. Waits for background work (the cleaner) to stop. */
+/* Close a store. Accepts NULL. Waits for background work (the cleaner) to
+ * stop. */
 HC_API void hc_store_close(struct hc_store *store);
 
 /* Register a pool under a name (unique; [a-z0-9_]{1,32}). The anchor is the
@@ -153,6 +157,8 @@ struct hc_pool_reg {
 	 * same way (the store does not know that "bf16" means "bfloat16"). */
 	const char *elem_type;
 };
+/* Defaults for a caller's struct of size bytes (pass sizeof(*reg)): not the
+ * anchor, sharing AUTO, the sharing rule's suffix, no element type. */
 HC_API void hc_pool_reg_init(struct hc_pool_reg *reg, size_t size);
 /* hc_store_register_pool with options (reg NULL = defaults: sharing
  * AUTO, not the anchor). Allowed while other pools transfer: a transfer
@@ -186,14 +192,21 @@ struct hc_store_pool_info {
 	size_t alignment;  /* direct-I/O alignment the context was chosen for */
 	unsigned objects;  /* objects per page (the same in either mode) */
 };
+/* How a registered pool's pages move ("kv" names the anchor). Returns 0,
+ * -EINVAL (NULL) or -ENOENT (no such pool). */
 HC_API int hc_store_pool_info(const struct hc_store *store, const char *pool,
 			      struct hc_store_pool_info *out);
 
 /* The direct-I/O alignment of the backend (1 when it has none). */
 HC_API size_t hc_store_alignment(const struct hc_store *store);
+/* The object block of the store: every object is its payload padded to a
+ * multiple of it, plus one trailer block of it (docs/FORMAT.md). It is the
+ * config's "object_block", else the backend's (the file system's direct-I/O
+ * block for the file backend, 512 otherwise). Returns 0 for NULL. */
+HC_API size_t hc_store_object_block(const struct hc_store *store);
 /* Is O_DIRECT in use (after the open-time probe)? */
 HC_API bool hc_store_direct_io(const struct hc_store *store);
-/* "uring", "threads" or "none". */
+/* The I/O engine in use: "uring", "threads" or "none". */
 HC_API const char *hc_store_io_engine(const struct hc_store *store);
 
 /* ---- v1: the anchor pool ---- */
@@ -229,6 +242,9 @@ HC_API int64_t hc_store_exists_named(struct hc_store *store, const char *const *
 
 /* ---- v1, started now and waited for later ----
  *
+ * Start a set or get of the anchor pool now, to wait for it later
+ * (hc_store_op_wait) or hand it to a completion queue.
+ *
  * A synchronous call ends with a drain: the disk waits while the call's
  * last pages finish and the next call is prepared. Started operations run
  * in the order they were started, on one store thread, which keeps one
@@ -255,9 +271,10 @@ HC_API int hc_store_get_start(struct hc_store *store, const struct hc_key *keys,
  * have returned. Any thread may wait for an op, once. */
 HC_API int64_t hc_store_op_wait(struct hc_store_op *op);
 
-/* Non-blocking: 1 when op is done (its results arrays are complete, and
- * hc_store_op_wait returns at once), 0 while it runs; -EINVAL for NULL or
- * an op handed to a completion queue (which then owns it). Any thread. */
+/* Is op done? Never blocks. Returns 1 when op is done (its results
+ * arrays are complete, and hc_store_op_wait returns at once), 0 while it
+ * runs; -EINVAL for NULL or an op handed to a completion queue (which then
+ * owns it). Any thread. */
 HC_API int hc_store_op_poll(struct hc_store_op *op);
 /* Ask op to end early: its pages not yet begun end with -ECANCELED (a
  * lookup or delete not yet begun does nothing), pages already on their
@@ -281,7 +298,8 @@ struct hc_store_cqe {
 	uint64_t user_data; /* the tag given to hc_store_op_submit */
 	int64_t result;     /* what hc_store_op_wait would have returned */
 };
-/* Returns 0 and *out, -EINVAL (NULL), -ENOMEM, or the eventfd's -errno. */
+/* Open a completion queue for store's started ops. Returns 0 and *out,
+ * -EINVAL (NULL), -ENOMEM, or the eventfd's -errno. */
 HC_API int hc_store_cq_open(struct hc_store *store, struct hc_store_cq **out);
 /* The queue's eventfd (non-blocking, close-on-exec; the queue owns it):
  * readable while finished ops wait. Poll it for POLLIN; never read it,
@@ -292,7 +310,7 @@ HC_API int hc_store_cq_fd(const struct hc_store_cq *cq);
  * at once when it already has. Returns 0, or -EINVAL (NULL, another
  * store's op, a closing queue: the op stays the caller's). */
 HC_API int hc_store_op_submit(struct hc_store_cq *cq, struct hc_store_op *op, uint64_t user_data);
-/* Up to max finished ops, oldest first, each once, freed as they are
+/* Take up to max finished ops, oldest first, each once, freed as they are
  * taken; never blocks. Returns how many were written to out. When it
  * takes the last one, the eventfd stops being readable. */
 HC_API size_t hc_store_cq_reap(struct hc_store_cq *cq, struct hc_store_cqe *out, size_t max);
@@ -323,11 +341,13 @@ struct hc_pool_transfer {
 	const char *const *names;
 };
 
-/* Per transfer as hc_store_set / hc_store_get. Returns 0 / the leading hits
- * of the first transfer, or a whole-call error. */
+/* Write / read pages of several pools in one call: per transfer as
+ * hc_store_set / hc_store_get. Returns 0 / the leading hits of the first
+ * transfer, or a whole-call error. */
 HC_API int hc_store_set_v2(struct hc_store *store, struct hc_pool_transfer *transfers, size_t nt);
 HC_API int hc_store_get_v2(struct hc_store *store, struct hc_pool_transfer *transfers, size_t nt);
-/* Started as hc_store_set_start / _get_start (above), for several pools:
+/* Start a v2 set / get now, to wait for it later. Started as
+ * hc_store_set_start / _get_start (above), for several pools:
  * the transfers array is read at start, each transfer's keys and results
  * must stay valid until hc_store_op_wait(), which returns what
  * hc_store_set_v2 / _get_v2 would have. */
@@ -335,7 +355,8 @@ HC_API int hc_store_set_v2_start(struct hc_store *store, struct hc_pool_transfer
 				 size_t nt, struct hc_store_op **op);
 HC_API int hc_store_get_v2_start(struct hc_store *store, struct hc_pool_transfer *transfers,
 				 size_t nt, struct hc_store_op **op);
-/* Started as hc_store_set_v2_start / _get_v2_start for one transfer whose
+/* Start a set / get of one pool's pages from / into the caller's buffers.
+ * Started as hc_store_set_v2_start / _get_v2_start for one transfer whose
  * pages are a caller's buffers instead of pool pages: bufs[i] holds page i
  * (t->pages is not read). For an engine whose buffers lie anywhere
  * (LMCache's arena): the pool must hold one buffer per page (a segments
@@ -351,7 +372,8 @@ HC_API int hc_store_set_bufs_start(struct hc_store *store, struct hc_pool_transf
 				   const struct iovec *bufs, struct hc_store_op **op);
 HC_API int hc_store_get_bufs_start(struct hc_store *store, struct hc_pool_transfer *t,
 				   const struct iovec *bufs, struct hc_store_op **op);
-/* keys: the KV keys of the prefix. *kv_hit_pages = longest existing KV
+/* How much of a prefix exists in the anchor and in several pools, each
+ * by its hit policy. keys: the KV keys of the prefix. *kv_hit_pages = longest existing KV
  * prefix; pool_hits[t] = hit pages of transfer t by its policy (0 for an
  * unregistered pool, and for every transfer after one whose result is 0).
  * Returns min(kv, every pool_hits) or a negative errno. */
@@ -370,10 +392,7 @@ HC_API int64_t hc_store_exists_v2(struct hc_store *store, const struct hc_key *k
  * greatest end point can be below the min rule's result, and two pools'
  * end points may have none in common. Names are checked against the
  * anchor and every transfer's pool (Keys, above); a transfer's own
- * keys and names are not read, only its n. Returns the min rule's result
- * (as hc_store_exists_v2) or a negative errno: -EINVAL (NULL, struct_size
- * below this struct's, no anchor, a bad name), -ENOMEM. Thread-safe as
- * exists_v2. */
+ * keys and names are not read, only its n. Thread-safe as exists_v2. */
 struct hc_exists_query {
 	size_t struct_size;
 	const struct hc_key *keys;
@@ -387,7 +406,13 @@ struct hc_exists_query {
 	size_t endpoints_max;
 	size_t nendpoints; /* out */
 };
+/* Defaults for a caller's struct of size bytes (pass sizeof(*q)): every
+ * field empty. */
 HC_API void hc_exists_query_init(struct hc_exists_query *q, size_t size);
+/* Answer q (struct hc_exists_query) and fill its out fields. Returns the
+ * min rule's result (as hc_store_exists_v2) or a negative errno: -EINVAL
+ * (NULL, struct_size below this struct's, no anchor, a bad name),
+ * -ENOMEM. */
 HC_API int64_t hc_store_exists_query(struct hc_store *store, struct hc_exists_query *q);
 
 /* ---- lookups and deletes of pages ---- */
@@ -408,7 +433,8 @@ HC_API int64_t hc_store_lookup(struct hc_store *store, struct hc_pool_transfer *
  * error as hc_store_lookup; -EOPNOTSUPP from a backend that cannot. */
 HC_API int64_t hc_store_delete(struct hc_store *store, struct hc_pool_transfer *transfers,
 			       size_t nt);
-/* Started forms, waited for or reaped as the others. They run on a store
+/* Start a lookup / delete now, to wait for it later. Started forms,
+ * waited for or reaped as the others. They run on a store
  * thread of their own, so a lookup is not queued behind long transfers;
  * the price is order: a lookup sees the sets that returned before it
  * started, perhaps also later ones. The transfers array is read at start;
@@ -465,7 +491,8 @@ struct hc_store_stats {
 	uint64_t other_geometry;
 };
 
-/* pool NULL: the whole store; else one registered pool. */
+/* The store's counters. pool NULL: the whole store; else one registered
+ * pool. Returns 0, -EINVAL (NULL) or -ENOENT (no such pool). */
 HC_API int hc_store_stats(const struct hc_store *store, const char *pool,
 			  struct hc_store_stats *out);
 /* Latency quantile (0 < q < 1) of a histogram, in microseconds. */
@@ -484,8 +511,9 @@ struct hc_store_cleaner_stats {
 	uint64_t watermark_pages, watermark_bytes; /* deleted for the fs watermarks */
 	uint64_t temps_removed; /* orphaned temp files (older than l3_file_temp_max_age_s) */
 };
-/* size = sizeof(*out) as the caller was built: a struct from an older
- * header gets the fields it has. -EINVAL for NULL. */
+/* The cleaner's counters. size = sizeof(*out) as the caller was built: a
+ * struct from an older header gets the fields it has. Returns 0, or
+ * -EINVAL for NULL. */
 HC_API int hc_store_cleaner_stats(const struct hc_store *store, struct hc_store_cleaner_stats *out,
 				  size_t size);
 
@@ -527,9 +555,10 @@ struct hc_fsck_opts {
 	 * file: its write then fails, and the page is a miss. */
 	uint64_t temp_age_s;
 };
-/* Defaults: repair false, temp_age_s 0 (600 s). */
+/* Defaults for a caller's struct of size bytes: repair false, temp_age_s 0
+ * (600 s). */
 HC_API void hc_fsck_opts_init(struct hc_fsck_opts *opts, size_t size);
-/* opts NULL: the defaults. -EINVAL for an opts not initialised or a
+/* hc_file_fsck with options. opts NULL: the defaults. -EINVAL for an opts not initialised or a
  * temp_age_s above 2^32 s; otherwise as hc_file_fsck. */
 HC_API int hc_file_fsck_ex(const char *const *dirs, size_t ndirs, const struct hc_fsck_opts *opts,
 			   struct hc_fsck_report *out);
@@ -540,11 +569,16 @@ struct hc_ls_report {
 	uint64_t bytes;
 	int64_t oldest_ns, newest_ns; /* mtimes, 0 when empty */
 };
+/* Count the pages, objects and bytes under the base dirs (or an S3 URL),
+ * with the oldest and newest mtimes. Returns 0, -EINVAL (no dirs, an
+ * empty one, out NULL) or another -errno (a directory or listing that
+ * failed). */
 HC_API int hc_file_ls(const char *const *dirs, size_t ndirs, struct hc_ls_report *out);
 
 /* Delete the oldest pages (all objects of a page together) until the store
  * holds at most capacity_bytes. *removed_pages/bytes (may be NULL) get what
- * was deleted. */
+ * was deleted. Returns 0, -EINVAL (no dirs, an empty one) or another
+ * -errno (a directory, listing or delete that failed). */
 HC_API int hc_file_gc(const char *const *dirs, size_t ndirs, uint64_t capacity_bytes,
 		      uint64_t *removed_pages, uint64_t *removed_bytes);
 

@@ -2,8 +2,9 @@
 # Test the installed product: install into a temporary prefix, check the
 # files, compile every public header alone as C11 and C++, build a small
 # program through pkg-config against the shared and the static library,
-# run it, and check that the shared library exports hc_* symbols only,
-# each declared in a public header.
+# run it, check that the shared library exports hc_* symbols only, each
+# declared in a public header, and that the manual has a section-3 page
+# per public function where man(1) finds it.
 set -euo pipefail
 : "${HC_BUILD_DIR:?}" "${HC_SOURCE_DIR:?}"
 
@@ -18,6 +19,21 @@ for f in "$prefix/include/hicache/hicache.h" "$libdir/libhicache.a" "$libdir/lib
 	"$prefix/bin/hicache" "$libdir/pkgconfig/hicache.pc"; do
 	[ -e "$f" ] || { echo "missing after install: $f"; exit 1; }
 done
+# The manual: hicache(3) and one page per HC_API function of the installed
+# headers (tests/integration/man_pages.sh checks the pages themselves).
+man3="$prefix/share/man/man3"
+grep -ho '^HC_API[^(]*(' "$prefix"/include/hicache/*.h | sed -E 's/.*[ *]([a-z_0-9]+)\($/\1/' |
+	sort -u >"$tmp/api"
+for page in hicache $(cat "$tmp/api"); do
+	[ -f "$man3/$page.3" ] || { echo "missing after install: $man3/$page.3"; exit 1; }
+done
+npages=$(find "$man3" -name '*.3' | wc -l)
+[ "$npages" -eq $(($(wc -l <"$tmp/api") + 1)) ] ||
+	{ echo "$npages pages in $man3 for $(wc -l <"$tmp/api") functions and hicache(3)"; exit 1; }
+if command -v man >/dev/null; then
+	found=$(MANPATH="$prefix/share/man" man -w 3 hc_store_open 2>/dev/null || true)
+	[ "$found" = "$man3/hc_store_open.3" ] || { echo "man -w 3 hc_store_open found '$found'"; exit 1; }
+fi
 soname=$(objdump -p "$libdir/libhicache.so" | awk '/SONAME/ {print $2}')
 [ "$soname" = "libhicache.so.0" ] || { echo "SONAME is '$soname'"; exit 1; }
 
