@@ -58,6 +58,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #define BENCH_PAGE_BYTES_MAX (1ull << 30)
 #define BENCH_THREADS_MAX 1024u
@@ -104,6 +105,14 @@ struct bench_args {
 	uint64_t seed;
 	bool drop_caches;
 };
+
+/* The clock of every timing: the workers' and the progress line's. */
+static inline uint64_t bench_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* Every page of a thread's range has its own slot (and key entry). */
 static inline bool bench_slot_per_page(const struct bench_args *a)
@@ -233,7 +242,6 @@ int bench_open_store(const struct bench_args *a, struct hc_pool *pool, struct hc
 
 /* ---- worker.c: threads and phases ---- */
 
-uint64_t bench_now_ns(void);
 /* Buffers of thread t; -ENOMEM (bench_worker_free() cleans up either way). */
 int bench_worker_init(struct bench *b, struct worker *w, unsigned t);
 void bench_worker_free(struct worker *w);
@@ -255,6 +263,8 @@ void bench_print_human(const struct bench_args *a, const struct env_info *e,
 		       const struct summary *s);
 void bench_print_json(const struct bench_args *a, const struct env_info *e,
 		      const struct summary *s);
+/* A run with failed pages: how many of which direction, and why, on stderr. */
+void bench_say_failed(const struct bench_args *a, const struct summary *s);
 
 /* ---- store.c ---- */
 

@@ -1,7 +1,8 @@
 /*
  * hicache bench store: the run's summary (per direction: pages, bytes,
  * the busiest thread's seconds, batch latency quantiles, outcomes) and
- * how it is printed, as text or as one JSON object.
+ * how it is printed, as text or as one JSON object; why a run failed, on
+ * stderr.
  */
 #define _GNU_SOURCE
 #include "bench.h"
@@ -245,4 +246,61 @@ void bench_print_json(const struct bench_args *a, const struct env_info *e, cons
 		print_part_json("get", &s->get);
 	}
 	printf("}\n");
+}
+
+/* ---- why a run failed ---- */
+
+static void say_count(uint64_t n, const char *one, const char *many, const char **sep)
+{
+	if (!n)
+		return;
+	fprintf(stderr, "%s%llu %s", *sep, (unsigned long long)n, n == 1 ? one : many);
+	*sep = ", ";
+}
+
+/* Where a get looked, for the hint when it found nothing. */
+static void say_where(const struct bench_args *a)
+{
+	if (strcmp(a->backend, "file")) {
+		fprintf(stderr, "in the %s store", a->backend);
+		return;
+	}
+	fprintf(stderr, "under %s", a->dirs[0]);
+	for (size_t i = 1; i < a->ndirs; i++)
+		fprintf(stderr, ", %s", a->dirs[i]);
+}
+
+/* One direction's failed pages by cause; a get that found none of its
+ * pages most likely read a store that no set with these options filled. */
+static void say_part_failed(const struct bench_args *a, enum bench_op dir, const struct part *p)
+{
+	const struct tally *t = &p->t;
+	const char *sep = " ";
+
+	if (!p->failed)
+		return;
+	fprintf(stderr, "hicache bench: %llu of %llu %ss failed:", (unsigned long long)p->failed,
+		(unsigned long long)p->pages, bench_op_names[dir]);
+	say_count(t->misses, "miss", "misses", &sep);
+	say_count(t->corrupt, "corrupt", "corrupt", &sep);
+	say_count(t->errors, "error", "errors", &sep);
+	say_count(t->mismatched, "mismatched (not the bytes a set of that page writes)",
+		  "mismatched (not the bytes a set of those pages writes)", &sep);
+	if (dir == OP_GET && t->misses == p->pages) {
+		fprintf(stderr, " (nothing stored ");
+		say_where(a);
+		fprintf(stderr, " for --seed %llu? run --op set first, with the same options)",
+			(unsigned long long)a->seed);
+	}
+	fputc('\n', stderr);
+}
+
+void bench_say_failed(const struct bench_args *a, const struct summary *s)
+{
+	if (a->op == OP_MIXED) {
+		say_part_failed(a, OP_SET, &s->set);
+		say_part_failed(a, OP_GET, &s->get);
+	} else if (a->op == OP_SET || a->op == OP_GET) {
+		say_part_failed(a, a->op, &s->all);
+	}
 }

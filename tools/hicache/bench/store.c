@@ -106,9 +106,11 @@ static int bench_run(struct bench *b)
 		.objects = info.objects,
 	};
 	if (info.objects) {
-		/* docs/FORMAT.md: payload rounded up to a block, then the trailer block. */
+		/* docs/FORMAT.md: payload rounded up to the object block, then
+		 * a trailer block. */
 		uint64_t payload = a->page_bytes / info.objects;
-		e.object_bytes = (payload + 4095) / 4096 * 4096 + 4096;
+		uint64_t block = hc_store_object_block(b->store);
+		e.object_bytes = (payload + block - 1) / block * block + block;
 	}
 	/* The mem backend starts empty in every process; a mixed run needs the
 	 * pages its get batches read. */
@@ -137,6 +139,8 @@ static int bench_run(struct bench *b)
 	if (s.all.t.first_err)
 		fprintf(stderr, "hicache: bench: page %llu: %s (first page error)\n",
 			(unsigned long long)s.all.t.first_err_page, hc_strerror(s.all.t.first_err));
+	if (s.all.failed)
+		bench_say_failed(a, &s);
 	if (fflush(stdout)) {
 		cli_report("bench: writing stdout", -EIO);
 		return 1;

@@ -1,5 +1,6 @@
 /*
- * hicache bench: pick a benchmark by name (only "store" so far).
+ * hicache bench: the command (cmd_bench), which picks a benchmark by name
+ * (only "store" so far). The files beside it share bench.h.
  */
 #define _GNU_SOURCE
 #include "bench.h"
