@@ -2,7 +2,8 @@
  * clear act on) over hostile listing bodies, with the key checks that
  * keep gc inside its prefix and the LastModified parser. Byte 0 picks the
  * mode (page objects or every object); the rest is the XML body. */
-#include "store/backend/s3/s3_internal.h"
+#include "store/backend/s3/s3_conf.h"
+#include "store/backend/s3/s3_list.h"
 
 #include <hicache/log.h>
 

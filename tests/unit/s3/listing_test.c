@@ -6,8 +6,7 @@
  * nanoseconds hold; a listing over the size limit fails -EFBIG with its own
  * message. */
 #include "fake_s3.h"
-#include "store/backend/s3/s3_internal.h"
-#include "store/backend/s3/s3.h"
+#include "store/backend/s3/s3_list.h"
 
 #include <hicache/store.h>
 

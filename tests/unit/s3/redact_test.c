@@ -2,7 +2,7 @@
  * password: not in an error message, not in a log line (captured at debug
  * level), not in hc_config_foreach (what `hicache config` prints). */
 #include "fake_s3.h"
-#include "store/backend/s3/s3_internal.h"
+#include "store/backend/s3/s3_conf.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

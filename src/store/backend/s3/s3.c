@@ -42,6 +42,13 @@
  * Credentials go to libcurl only; no log line or error message holds them
  * (URLs never carry them either).
  *
+ * Files, top down; each includes only the headers of those below it:
+ *   s3_ops.c   the ops table (store_s3_ops)
+ *   s3_list.c  ListObjectsV2 listings; ls, gc and clear over them
+ *   s3.c       open, close, and the object calls (put/get/exists/remove)
+ *   s3_http.c  libcurl sessions, signing headers, running requests
+ *   s3_conf.c  configuration, endpoint parsing, URL encoding
+ *
  * Caveats:
  *   - no background cleaner: S3 buckets expire objects with lifecycle
  *     rules; `hicache gc s3://bucket/prefix` deletes the oldest pages;
@@ -49,9 +56,8 @@
  *     max_inflight connections at most.
  */
 #define _GNU_SOURCE
-#include "store/backend/s3/s3_internal.h"
-#include "store/format.h"
 #include "store/backend/s3/s3.h"
+#include "store/format.h"
 #include "util/util.h"
 
 #include <hicache/config.h>
@@ -121,17 +127,17 @@ static int s3_batch(void *p, struct store_obj *objs, size_t n, enum s3_method m)
 	return rc;
 }
 
-static int s3_put(void *p, struct store_obj *objs, size_t n)
+int s3_put(void *p, struct store_obj *objs, size_t n)
 {
 	return s3_batch(p, objs, n, S3_PUT);
 }
 
-static int s3_get(void *p, struct store_obj *objs, size_t n)
+int s3_get(void *p, struct store_obj *objs, size_t n)
 {
 	return s3_batch(p, objs, n, S3_GET);
 }
 
-static int64_t s3_exists(void *p, struct store_obj *objs, size_t n, bool stop_at_miss)
+int64_t s3_exists(void *p, struct store_obj *objs, size_t n, bool stop_at_miss)
 {
 	int rc = s3_batch(p, objs, n, S3_HEAD);
 	if (rc)
@@ -205,7 +211,7 @@ int s3_remove(void *p, struct store_obj *objs, size_t n)
 			objs[i].result = -EEXIST; /* another size: not ours to judge */
 		else if (r)
 			objs[i].result = r;
-		else if (!format_check_image(iov[i].iov_base, objs[i].len, &t))
+		else if (!format_check_image(iov[i].iov_base, objs[i].len, objs[i].name, &t))
 			objs[i].result = -EEXIST;
 		else
 			del_of[ndel++] = i;
@@ -228,18 +234,6 @@ out:
 	free(again);
 	free(del_of);
 	return rc;
-}
-
-static size_t s3_alignment(void *p)
-{
-	(void)p;
-	return 1;
-}
-
-static const char *s3_engine(void *p)
-{
-	(void)p;
-	return "curl";
 }
 
 void s3_close(void *p)
@@ -328,20 +322,3 @@ fail:
 	s3_close(be);
 	return rc;
 }
-
-const struct store_backend_ops store_s3_ops = {
-	.name = "s3",
-	.open = s3_open,
-	.close = s3_close,
-	.alignment = s3_alignment,
-	.engine = s3_engine,
-	.put = s3_put,
-	.get = s3_get,
-	.exists = s3_exists,
-	.remove = s3_remove,
-	.erase = s3_delete,
-	.remove_matching = s3_remove_matching,
-	.url_scheme = "s3://",
-	.ls = s3_tool_ls_at,
-	.gc = s3_tool_gc_at,
-};

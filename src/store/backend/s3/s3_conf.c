@@ -1,7 +1,7 @@
 /* The S3 backend's configuration: keys, credentials, endpoint and the URLs
  * built from them (see s3.c for the design). */
 #define _GNU_SOURCE
-#include "store/backend/s3/s3_internal.h"
+#include "store/backend/s3/s3_conf.h"
 #include "util/util.h"
 
 #include <hicache/config.h>
@@ -117,28 +117,50 @@ static int dup_or_fail(char **dst, const char *src)
 	return *dst ? 0 : -ENOMEM;
 }
 
-int s3_conf_load(const struct hc_config *cfg, struct s3_conf *c)
+bool s3_key_has_dot_segment(const char *key)
 {
+	for (const char *s = key;;) {
+		size_t n = strcspn(s, "/");
+		if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+			return true;
+		if (!s[n])
+			return false;
+		s += n + 1;
+	}
+}
+
+/* The configuration's values as read, before they are checked and kept. */
+struct conf_in {
 	const char *endpoint, *bucket, *region, *prefix, *access, *secret, *token, *scheme, *ca;
 	bool virt, unsigned_payload;
 	int64_t inflight, timeout, retries;
+};
+
+static int conf_read(const struct hc_config *cfg, struct conf_in *in)
+{
 	int rc;
-	memset(c, 0, sizeof(*c));
-	if ((rc = hc_config_get_string(cfg, "endpoint", &endpoint)) ||
-	    (rc = hc_config_get_string(cfg, "bucket", &bucket)) ||
-	    (rc = hc_config_get_string(cfg, "region", &region)) ||
-	    (rc = hc_config_get_string(cfg, "prefix", &prefix)) ||
-	    (rc = hc_config_get_string(cfg, "access_key", &access)) ||
-	    (rc = hc_config_get_string(cfg, "secret_key", &secret)) ||
-	    (rc = hc_config_get_string(cfg, "session_token", &token)) ||
-	    (rc = hc_config_get_string(cfg, "scheme", &scheme)) ||
-	    (rc = hc_config_get_string(cfg, "ca_bundle", &ca)) ||
-	    (rc = hc_config_get_bool(cfg, "use_virtual_addressing", &virt)) ||
-	    (rc = hc_config_get_bool(cfg, "unsigned_payload", &unsigned_payload)) ||
-	    (rc = hc_config_get_int(cfg, "max_inflight", &inflight)) ||
-	    (rc = hc_config_get_int(cfg, "timeout_ms", &timeout)) ||
-	    (rc = hc_config_get_int(cfg, "retries", &retries)))
+	if ((rc = hc_config_get_string(cfg, "endpoint", &in->endpoint)) ||
+	    (rc = hc_config_get_string(cfg, "bucket", &in->bucket)) ||
+	    (rc = hc_config_get_string(cfg, "region", &in->region)) ||
+	    (rc = hc_config_get_string(cfg, "prefix", &in->prefix)) ||
+	    (rc = hc_config_get_string(cfg, "access_key", &in->access)) ||
+	    (rc = hc_config_get_string(cfg, "secret_key", &in->secret)) ||
+	    (rc = hc_config_get_string(cfg, "session_token", &in->token)) ||
+	    (rc = hc_config_get_string(cfg, "scheme", &in->scheme)) ||
+	    (rc = hc_config_get_string(cfg, "ca_bundle", &in->ca)) ||
+	    (rc = hc_config_get_bool(cfg, "use_virtual_addressing", &in->virt)) ||
+	    (rc = hc_config_get_bool(cfg, "unsigned_payload", &in->unsigned_payload)) ||
+	    (rc = hc_config_get_int(cfg, "max_inflight", &in->inflight)) ||
+	    (rc = hc_config_get_int(cfg, "timeout_ms", &in->timeout)) ||
+	    (rc = hc_config_get_int(cfg, "retries", &in->retries)))
 		return rc;
+	return 0;
+}
+
+/* Bucket, credentials, region and prefix, each with what was wrong. */
+static int conf_check(const struct conf_in *in)
+{
+	const char *bucket = in->bucket, *region = in->region, *prefix = in->prefix;
 	if (!bucket || !*bucket)
 		return util_fail(-EINVAL, "s3 store: no bucket; set config 'bucket' or "
 					  "AWS_DEFAULT_BUCKET");
@@ -147,11 +169,11 @@ int s3_conf_load(const struct hc_config *cfg, struct s3_conf *c)
 				 "s3 store: bucket '%s' is not a valid S3 bucket name "
 				 "(3..63 of a-z, 0-9, '.', '-')",
 				 bucket);
-	if (!access || !*access || !secret || !*secret)
+	if (!in->access || !*in->access || !in->secret || !*in->secret)
 		return util_fail(-EINVAL,
 				 "s3 store: no credentials; set config 'access_key' and "
 				 "'secret_key' or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
-	if (strchr(access, ':'))
+	if (strchr(in->access, ':'))
 		return util_fail(-EINVAL, "s3 store: access_key must not contain ':'");
 	if (!region || !*region ||
 	    strspn(region, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(region))
@@ -163,23 +185,28 @@ int s3_conf_load(const struct hc_config *cfg, struct s3_conf *c)
 	if (prefix && s3_key_has_dot_segment(prefix))
 		return util_fail(-EINVAL, "s3 store: prefix '%s' has a '.' or '..' segment",
 				 prefix);
+	return 0;
+}
 
-	/* endpoint: [scheme://]host[:port][/]; its scheme wins over 'scheme'.
-	 * Messages show it redacted: it may hold user:password@. */
+/* endpoint: [scheme://]host[:port][/]; its scheme wins over 'scheme'.
+ * Sets *host (allocated) and *scheme (the config's, or scheme_buf).
+ * Messages show it redacted: it may hold user:password@. */
+static int conf_endpoint(const struct conf_in *in, char scheme_buf[8], const char **scheme,
+			 char **host_out)
+{
+	const char *endpoint = in->endpoint;
 	char shown[256];
 	const char *host = endpoint && *endpoint ? endpoint : NULL;
 	char aws_host[128];
 	if (!host) {
-		snprintf(aws_host, sizeof(aws_host), "s3.%s.amazonaws.com", region);
+		snprintf(aws_host, sizeof(aws_host), "s3.%s.amazonaws.com", in->region);
 		host = aws_host;
 	}
 	const char *sep = strstr(host, "://");
-	const char *use_scheme = scheme;
-	char scheme_buf[8];
+	*scheme = in->scheme;
 	if (sep) {
 		size_t sl = (size_t)(sep - host);
-		if (sl >= sizeof(scheme_buf) ||
-		    (strncasecmp(host, "http", sl) && strncasecmp(host, "https", sl)) ||
+		if (sl >= 8 || (strncasecmp(host, "http", sl) && strncasecmp(host, "https", sl)) ||
 		    (sl != 4 && sl != 5))
 			return util_fail(-EINVAL,
 					 "s3 store: endpoint '%s': the scheme must be http "
@@ -188,7 +215,7 @@ int s3_conf_load(const struct hc_config *cfg, struct s3_conf *c)
 		for (size_t i = 0; i < sl; i++)
 			scheme_buf[i] = (char)tolower((unsigned char)host[i]);
 		scheme_buf[sl] = '\0';
-		use_scheme = scheme_buf;
+		*scheme = scheme_buf;
 		host = sep + 3;
 	}
 	size_t hl = strlen(host);
@@ -198,53 +225,76 @@ int s3_conf_load(const struct hc_config *cfg, struct s3_conf *c)
 	if (!h)
 		return -ENOMEM;
 	if (!host_ok(h)) {
-		rc = util_fail(-EINVAL,
-			       "s3 store: endpoint '%s' is not [http[s]://]host[:port] "
-			       "(no path, no user)",
-			       s3_redact(endpoint && *endpoint ? endpoint : host, shown,
-					 sizeof(shown)));
+		int rc = util_fail(-EINVAL,
+				   "s3 store: endpoint '%s' is not [http[s]://]host[:port] "
+				   "(no path, no user)",
+				   s3_redact(endpoint && *endpoint ? endpoint : host, shown,
+					     sizeof(shown)));
 		free(h);
 		return rc;
 	}
-	c->host = h;
-	c->virtual_hosted = virt;
-	c->unsigned_payload = unsigned_payload;
-	c->max_inflight = (unsigned)inflight;
-	c->retries = (unsigned)retries;
-	c->timeout_ms = (long)timeout;
-	if ((rc = dup_or_fail(&c->scheme, use_scheme)) || (rc = dup_or_fail(&c->bucket, bucket)) ||
-	    (rc = dup_or_fail(&c->region, region)) || (rc = dup_or_fail(&c->prefix, prefix)) ||
-	    (rc = dup_or_fail(&c->ca_bundle, ca)))
-		goto fail;
+	*host_out = h;
+	return 0;
+}
+
+/* The strings c keeps (c->host set): copies, credentials, the URLs. */
+static int conf_keep(struct s3_conf *c, const struct conf_in *in, const char *scheme)
+{
+	int rc;
+	if ((rc = dup_or_fail(&c->scheme, scheme)) || (rc = dup_or_fail(&c->bucket, in->bucket)) ||
+	    (rc = dup_or_fail(&c->region, in->region)) ||
+	    (rc = dup_or_fail(&c->prefix, in->prefix)) || (rc = dup_or_fail(&c->ca_bundle, in->ca)))
+		return rc;
 	for (char *p = c->scheme; *p; p++)
 		*p = (char)tolower((unsigned char)*p);
-	rc = -ENOMEM;
-	if (asprintf(&c->userpwd, "%s:%s", access, secret) < 0) {
+	if (asprintf(&c->userpwd, "%s:%s", in->access, in->secret) < 0) {
 		c->userpwd = NULL;
-		goto fail;
+		return -ENOMEM;
 	}
-	if (token && *token && asprintf(&c->token_header, "x-amz-security-token: %s", token) < 0) {
+	if (in->token && *in->token &&
+	    asprintf(&c->token_header, "x-amz-security-token: %s", in->token) < 0) {
 		c->token_header = NULL;
-		goto fail;
+		return -ENOMEM;
 	}
-	if (asprintf(&c->sigv4, "aws:amz:%s:s3", region) < 0) {
+	if (asprintf(&c->sigv4, "aws:amz:%s:s3", in->region) < 0) {
 		c->sigv4 = NULL;
-		goto fail;
+		return -ENOMEM;
 	}
-	int n = virt ? asprintf(&c->bucket_url, "%s://%s.%s/", c->scheme, bucket, c->host)
-		     : asprintf(&c->bucket_url, "%s://%s/%s", c->scheme, c->host, bucket);
+	int n = in->virt ? asprintf(&c->bucket_url, "%s://%s.%s/", c->scheme, in->bucket, c->host)
+			 : asprintf(&c->bucket_url, "%s://%s/%s", c->scheme, c->host, in->bucket);
 	if (n < 0) {
 		c->bucket_url = NULL;
-		goto fail;
+		return -ENOMEM;
 	}
-	n = virt ? asprintf(&c->base, "%s", c->bucket_url)
-		 : asprintf(&c->base, "%s/", c->bucket_url);
+	n = in->virt ? asprintf(&c->base, "%s", c->bucket_url)
+		     : asprintf(&c->base, "%s/", c->bucket_url);
 	if (n < 0) {
 		c->base = NULL;
-		goto fail;
+		return -ENOMEM;
 	}
 	return 0;
-fail:
-	s3_conf_free(c);
+}
+
+int s3_conf_load(const struct hc_config *cfg, struct s3_conf *c)
+{
+	struct conf_in in = {0};
+	char scheme_buf[8];
+	const char *scheme;
+	memset(c, 0, sizeof(*c));
+	int rc = conf_read(cfg, &in);
+	if (!rc)
+		rc = conf_check(&in);
+	if (!rc)
+		rc = conf_endpoint(&in, scheme_buf, &scheme, &c->host);
+	if (rc)
+		return rc;
+	c->virtual_hosted = in.virt;
+	c->unsigned_payload = in.unsigned_payload;
+	c->max_inflight = (unsigned)in.inflight;
+	c->retries = (unsigned)in.retries;
+	c->timeout_ms = (long)in.timeout;
+	rc = conf_keep(c, &in, scheme);
+	if (rc)
+		s3_conf_free(c);
 	return rc;
 }

@@ -3,7 +3,7 @@
  * iovecs, classification of outcomes, retries and the endpoint's down state
  * (see s3.c for the design). */
 #define _GNU_SOURCE
-#include "store/backend/s3/s3_internal.h"
+#include "store/backend/s3/s3_http.h"
 #include "util/util.h"
 
 #include <hicache/store.h>
@@ -531,6 +531,158 @@ static void finish(struct s3_req *r, int rc)
 		r->obj->result = rc;
 }
 
+/* One s3_run_requests call: its requests, those waiting for a retry, and
+ * the one deadline of the whole call. */
+struct s3_run {
+	struct s3_be *be;
+	struct s3_session *s;
+	struct s3_req *reqs;
+	size_t n;
+	struct s3_req **waiting; /* retries, each with its not_before_ms */
+	size_t next, done, nwait, active;
+	size_t failed;
+	struct s3_req *first_failed;
+	long c_timeout;
+	int64_t deadline;
+};
+
+/* The next request to start now: a retry whose time has come, else a new
+ * one; NULL when neither. */
+static struct s3_req *run_take(struct s3_run *x, int64_t now)
+{
+	for (size_t i = 0; i < x->nwait; i++) {
+		if (x->waiting[i]->not_before_ms <= now) {
+			struct s3_req *r = x->waiting[i];
+			x->waiting[i] = x->waiting[--x->nwait];
+			return r;
+		}
+	}
+	return x->next < x->n ? &x->reqs[x->next++] : NULL;
+}
+
+/* Start what may start, up to the session's slots. A request that may not
+ * (endpoint down, deadline passed) or cannot (no memory) is finished. */
+static void run_start(struct s3_run *x, int64_t now)
+{
+	struct s3_be *be = x->be;
+	while (x->active < x->s->slots) {
+		struct s3_req *r = run_take(x, now);
+		if (!r)
+			break;
+		int down_rc = down_result(be, r, now);
+		if (!down_rc && now >= x->deadline)
+			down_rc = -ETIMEDOUT;
+		if (down_rc) {
+			finish(r, down_rc);
+			x->done++;
+			continue;
+		}
+		r->timeout_ms = x->c_timeout < x->deadline - now ? x->c_timeout
+								 : (long)(x->deadline - now);
+		CURL *easy = curl_easy_init();
+		int rc = easy ? req_prepare(be, r, easy) : -ENOMEM;
+		if (!rc && curl_multi_add_handle(x->s->multi, easy) != CURLM_OK)
+			rc = -ENOMEM;
+		if (rc) {
+			req_release(r);
+			curl_easy_cleanup(easy);
+			finish(r, rc);
+			x->done++;
+			continue;
+		}
+		x->active++;
+	}
+}
+
+/* A transfer ended with rc: note the endpoint's state, then queue a retry
+ * or finish the request. */
+static void run_ended(struct s3_run *x, struct s3_req *r, int rc, bool retry, bool down)
+{
+	struct s3_be *be = x->be;
+	int64_t now = s3_now_ms();
+	if (r->probe) {
+		r->probe = false;
+		atomic_store(&be->probing, false);
+	}
+	if (down)
+		mark_down(be, r, now, rc == -ETIMEDOUT);
+	else if (r->curl_rc == CURLE_OK)
+		mark_up(be);
+	/* No retry that the call's deadline would cut short. */
+	if (retry && r->attempt < be->c.retries &&
+	    now + backoff_max_ms(r->attempt + 1) < x->deadline) {
+		r->attempt++;
+		r->not_before_ms = now + backoff_ms(r->attempt);
+		x->waiting[x->nwait++] = r;
+		return;
+	}
+	finish(r, rc);
+	x->done++;
+	/* Misses and wrong sizes are the store core's to judge. */
+	bool expected = rc == 0 || rc == -ENOENT || rc == -EEXIST || rc == -ENODATA ||
+			rc == -EFBIG || rc == -EBADMSG;
+	if (!expected && r->obj) {
+		x->failed++;
+		if (!x->first_failed)
+			x->first_failed = r;
+	}
+}
+
+/* Drive the transfers and take in every one that has ended. */
+static void run_reap(struct s3_run *x)
+{
+	int running = 0;
+	curl_multi_perform(x->s->multi, &running);
+	CURLMsg *m;
+	int left;
+	while ((m = curl_multi_info_read(x->s->multi, &left))) {
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		CURL *easy = m->easy_handle;
+		struct s3_req *r = NULL;
+		curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&r);
+		r->curl_rc = m->data.result;
+		curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &r->status);
+		bool retry, down;
+		int rc = classify(x->be, r, &retry, &down);
+		curl_multi_remove_handle(x->s->multi, easy);
+		req_release(r);
+		curl_easy_cleanup(easy);
+		x->active--;
+		run_ended(x, r, rc, retry, down);
+	}
+}
+
+/* Start the next request at once when a handle is free; else sleep until
+ * a socket is ready or the next retry is due. */
+static void run_wait(struct s3_run *x)
+{
+	int64_t soonest = INT64_MAX;
+	for (size_t i = 0; i < x->nwait; i++)
+		if (x->waiting[i]->not_before_ms < soonest)
+			soonest = x->waiting[i]->not_before_ms;
+	int64_t now = s3_now_ms();
+	if (x->active < x->s->slots && (x->next < x->n || soonest <= now))
+		return;
+	int64_t d = soonest == INT64_MAX ? 1000 : soonest - now;
+	int timeout = d < 0 ? 0 : d > 1000 ? 1000 : (int)d;
+	curl_multi_poll(x->s->multi, NULL, 0, timeout, NULL);
+}
+
+/* Once per batch while an endpoint misbehaves: rate-limited. */
+static void run_report(const struct s3_run *x)
+{
+	const struct s3_req *f = x->first_failed;
+	if (!x->failed || f->result == -ECONNREFUSED || f->result == -EACCES)
+		return;
+	char s3code[64];
+	error_code(f, s3code, sizeof(s3code));
+	log_limited(HC_LOG_WARN,
+		    "s3 store: %zu of %zu %s requests failed; first: %s: %s (HTTP %ld %s%s)",
+		    x->failed, x->n, method_names[f->method], f->obj->name, hc_strerror(f->result),
+		    f->status, s3code, f->curl_err);
+}
+
 /* Run every request of reqs, at most max_inflight at once, retrying what
  * may succeed later. Each request's result is set; returns 0 or -ENOMEM
  * (no session: every result is -ENOMEM). */
@@ -538,140 +690,33 @@ int s3_run_requests(struct s3_be *be, struct s3_req *reqs, size_t n)
 {
 	if (!n)
 		return 0;
-	struct s3_session *s = session_get(be);
-	struct s3_req **waiting = malloc(n * sizeof(*waiting));
-	if (!s || !waiting) {
-		if (s)
-			session_put(be, s);
-		free(waiting);
+	struct s3_run x = {.be = be, .reqs = reqs, .n = n};
+	x.s = session_get(be);
+	x.waiting = malloc(n * sizeof(*x.waiting));
+	if (!x.s || !x.waiting) {
+		if (x.s)
+			session_put(be, x.s);
+		free(x.waiting);
 		for (size_t i = 0; i < n; i++)
 			finish(&reqs[i], -ENOMEM);
 		return -ENOMEM;
 	}
 	/* One deadline for the whole call, retries included: each wave of
 	 * max_inflight requests gets timeout_ms. */
-	long c_timeout = be->c.timeout_ms;
-	int64_t waves = (int64_t)((n + s->slots - 1) / s->slots);
-	int64_t deadline = s3_now_ms() + waves * (int64_t)c_timeout;
-	size_t next = 0, done = 0, nwait = 0, active = 0;
-	size_t failed = 0;
-	struct s3_req *first_failed = NULL;
-	while (done < n) {
-		int64_t now = s3_now_ms();
-		/* Start what may start: retries whose time has come, then new ones. */
-		while (active < s->slots) {
-			struct s3_req *r = NULL;
-			for (size_t i = 0; i < nwait; i++) {
-				if (waiting[i]->not_before_ms <= now) {
-					r = waiting[i];
-					waiting[i] = waiting[--nwait];
-					break;
-				}
-			}
-			if (!r && next < n)
-				r = &reqs[next++];
-			if (!r)
-				break;
-			int down_rc = down_result(be, r, now);
-			if (!down_rc && now >= deadline)
-				down_rc = -ETIMEDOUT;
-			if (down_rc) {
-				finish(r, down_rc);
-				done++;
-				continue;
-			}
-			r->timeout_ms = c_timeout < deadline - now ? c_timeout
-								   : (long)(deadline - now);
-			CURL *easy = curl_easy_init();
-			int rc = easy ? req_prepare(be, r, easy) : -ENOMEM;
-			if (!rc && curl_multi_add_handle(s->multi, easy) != CURLM_OK)
-				rc = -ENOMEM;
-			if (rc) {
-				req_release(r);
-				curl_easy_cleanup(easy);
-				finish(r, rc);
-				done++;
-				continue;
-			}
-			active++;
-		}
-		if (done == n)
+	x.c_timeout = be->c.timeout_ms;
+	int64_t waves = (int64_t)((n + x.s->slots - 1) / x.s->slots);
+	x.deadline = s3_now_ms() + waves * (int64_t)x.c_timeout;
+	while (x.done < n) {
+		run_start(&x, s3_now_ms());
+		if (x.done == n)
 			break;
-		int running = 0;
-		curl_multi_perform(s->multi, &running);
-		CURLMsg *m;
-		int left;
-		while ((m = curl_multi_info_read(s->multi, &left))) {
-			if (m->msg != CURLMSG_DONE)
-				continue;
-			CURL *easy = m->easy_handle;
-			struct s3_req *r = NULL;
-			curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&r);
-			r->curl_rc = m->data.result;
-			curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &r->status);
-			bool retry, down;
-			int rc = classify(be, r, &retry, &down);
-			curl_multi_remove_handle(s->multi, easy);
-			req_release(r);
-			curl_easy_cleanup(easy);
-			active--;
-			now = s3_now_ms();
-			if (r->probe) {
-				r->probe = false;
-				atomic_store(&be->probing, false);
-			}
-			if (down)
-				mark_down(be, r, now, rc == -ETIMEDOUT);
-			else if (r->curl_rc == CURLE_OK)
-				mark_up(be);
-			/* No retry that the call's deadline would cut short. */
-			if (retry && r->attempt < be->c.retries &&
-			    now + backoff_max_ms(r->attempt + 1) < deadline) {
-				r->attempt++;
-				r->not_before_ms = now + backoff_ms(r->attempt);
-				waiting[nwait++] = r;
-				continue;
-			}
-			finish(r, rc);
-			done++;
-			/* Misses and wrong sizes are the store core's to judge. */
-			bool expected = rc == 0 || rc == -ENOENT || rc == -EEXIST ||
-					rc == -ENODATA || rc == -EFBIG || rc == -EBADMSG;
-			if (!expected && r->obj) {
-				failed++;
-				if (!first_failed)
-					first_failed = r;
-			}
-		}
-		if (done == n)
+		run_reap(&x);
+		if (x.done == n)
 			break;
-		/* Start the next request at once when a handle is free; else
-		 * sleep until a socket is ready or the next retry is due. */
-		int64_t soonest = INT64_MAX;
-		for (size_t i = 0; i < nwait; i++)
-			if (waiting[i]->not_before_ms < soonest)
-				soonest = waiting[i]->not_before_ms;
-		now = s3_now_ms();
-		if (active < s->slots && (next < n || soonest <= now))
-			continue;
-		int64_t d = soonest == INT64_MAX ? 1000 : soonest - now;
-		int timeout = d < 0 ? 0 : d > 1000 ? 1000 : (int)d;
-		curl_multi_poll(s->multi, NULL, 0, timeout, NULL);
+		run_wait(&x);
 	}
-	session_put(be, s);
-	free(waiting);
-	if (failed && first_failed->result != -ECONNREFUSED && first_failed->result != -EACCES) {
-		char s3code[64];
-		error_code(first_failed, s3code, sizeof(s3code));
-		/* Once per batch while an endpoint misbehaves: rate-limited. */
-		log_limited(
-			HC_LOG_WARN,
-			"s3 store: %zu of %zu %s requests failed; first: %s: %s (HTTP %ld %s%s)",
-			failed, n, method_names[first_failed->method], first_failed->obj->name,
-			hc_strerror(first_failed->result), first_failed->status, s3code,
-			first_failed->curl_err);
-	}
+	session_put(be, x.s);
+	free(x.waiting);
+	run_report(&x);
 	return 0;
 }
-
-/* ---- the ops ---- */

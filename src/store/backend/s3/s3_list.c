@@ -2,7 +2,7 @@
  * objects, and the offline tools over them (ls, gc) and clear's
  * remove_matching (see s3.c for the design). */
 #define _GNU_SOURCE
-#include "store/backend/s3/s3_internal.h"
+#include "store/backend/s3/s3_list.h"
 #include "store/backend/page_plan.h"
 #include "store/backend/s3/s3.h"
 #include "util/util.h"
@@ -135,18 +135,6 @@ static bool has_control_char(const char *s)
 		if ((unsigned char)*s < 0x20 || *s == 0x7f)
 			return true;
 	return false;
-}
-
-bool s3_key_has_dot_segment(const char *key)
-{
-	for (const char *s = key;;) {
-		size_t n = strcspn(s, "/");
-		if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
-			return true;
-		if (!s[n])
-			return false;
-		s += n + 1;
-	}
 }
 
 int s3_parse_list(const char *prefix, const char *xml, size_t len, struct s3_listing *l,
