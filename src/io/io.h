@@ -121,6 +121,16 @@ struct io_stat_req {
 	int result;
 };
 
+/* Write one request's page file on the calling thread with plain system
+ * calls, as the thread engine does (q->prepare is not called): O_EXCL
+ * create of q->tmp_name (-EBUSY when that name is taken), the whole image,
+ * close, rename (RENAME_NOREPLACE with q->noreplace). A temp file it
+ * created is removed on failure. scratch: IO_MAX_IOV iovecs (io_stream.h)
+ * for a short write's rest. Returns 0 or -errno. */
+int io_write_file(const struct io_write_req *q, struct iovec *scratch);
+/* Remove a temp file after a failed write; a missing one is no error. */
+void io_unlink_tmp(int dirfd, const char *name);
+
 /* Each returns 0 when the batch ran (see the per-request results), or a
  * negative errno when it could not run at all (then every result is that
  * error and nothing changed on disk). n == 0 is a no-op. */

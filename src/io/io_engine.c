@@ -195,7 +195,7 @@ int io_read_batch(struct io_engine *e, struct io_read_req *reqs, size_t n)
 
 /*
  * A plain fstatat loop, for both engines, chosen over io_uring statx by
- * measurement (IO-URING-NOTES.md; bench/io_batch.c prints both):
+ * measurement (bench/io_batch.c prints both; docs/PERFORMANCE-HISTORY.md):
  *   - warm dentries, quiet machine (the notes): the loop costs 0.4-1 us per
  *     name, io_uring statx 2.4-4 us, because the kernel punts every statx to
  *     an io-wq worker;

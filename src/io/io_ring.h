@@ -39,7 +39,10 @@
  * take them at once, in one submit), else when the page gets its slot (and
  * then what is ready is submitted every IO_SUBMIT_BYTES, so the caller's
  * work on the next pages overlaps the disk). A read's arrived runs once its
- * read CQE shows the whole file, after the freed slots were refilled.
+ * read CQE shows the whole file, after the freed slots were refilled, one
+ * page at a time: between two pages' hooks, completions that came in are
+ * reaped and their slots refilled, so a burst of arrivals whose hooks take
+ * long (checksums) never leaves the disk without work.
  *
  * A call runs a stream: the front end's feed gives arrays of requests, and
  * the stream asks for the next one whenever a slot is free and the current
@@ -144,6 +147,10 @@ struct io_arrival {
 	struct io_arr *arr; /* held until the hook has run */
 };
 
+/* Arrivals a read stream may have waiting: it takes no new request while
+ * depth wait, and each of the depth chains in flight adds at most one. */
+#define IO_ARRIVALS(depth) (2 * (depth))
+
 struct io_ring {
 	struct io_ring *next; /* pool free list */
 	struct io_uring ring;
@@ -158,10 +165,11 @@ struct io_ring {
 	struct io_slot_iov *slot_iov; /* depth entries */
 	struct io_ring_page *pages;   /* depth entries */
 	unsigned *free_slots;         /* depth entries: a stream's idle slots */
-	/* read: requests whose bytes arrived and whose arrived hook is due;
-	 * run after the refill, so the disk has its next work meanwhile */
-	struct io_arrival *arrivals; /* depth entries */
-	unsigned narrivals;
+	/* read: requests whose bytes arrived and whose arrived hook is due,
+	 * oldest first (a FIFO from arrival_head); run one at a time between
+	 * refills, so the disk has its next work meanwhile */
+	struct io_arrival *arrivals; /* IO_ARRIVALS(depth) entries */
+	unsigned arrival_head, narrivals;
 };
 
 struct io_ring_pool {

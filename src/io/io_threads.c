@@ -89,13 +89,6 @@ static void io_ctx_fini(struct io_ctx *c)
 	c->scratch = NULL;
 }
 
-static void io_unlink_tmp(int dirfd, const char *name)
-{
-	/* ENOENT/ENOTDIR: there is no temp file (the open failed on the path). */
-	if (unlinkat(dirfd, name, 0) && errno != ENOENT && errno != ENOTDIR)
-		log_warn("io: clean-up unlink of %s: %s", name, strerrordesc_np(errno));
-}
-
 static int io_sys_write(const struct io_write_req *q, struct io_ctx *c)
 {
 	if (q->prepare) {
@@ -103,59 +96,7 @@ static int io_sys_write(const struct io_write_req *q, struct io_ctx *c)
 		if (prc)
 			return prc < 0 ? prc : -EIO;
 	}
-	int fd;
-	do
-		fd = io_openat_beneath(q->dirfd, q->tmp_name,
-				       O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC |
-					       (q->direct ? O_DIRECT : 0),
-				       q->mode ? q->mode : 0600);
-	while (fd < 0 && errno == EINTR);
-	if (fd < 0) {
-		int rc = -errno;
-		/* The temp name, not the final name, was taken: -EBUSY keeps
-		 * -EEXIST unambiguous, and that file (another writer's) stays.
-		 * Other failures may have created the file (O_DIRECT refused
-		 * after the create): it is ours. */
-		if (rc == -EEXIST)
-			return -EBUSY;
-		io_unlink_tmp(q->dirfd, q->tmp_name);
-		return rc;
-	}
-	int rc = 0;
-	const struct iovec *iov = q->iov;
-	int cnt = (int)q->iovcnt;
-	size_t done = 0;
-	while (done < q->len) {
-		ssize_t k = HC_FAULT_SYS(HC_FAULT_WRITE, EIO, pwritev(fd, iov, cnt, (off_t)done));
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			rc = k < 0 ? -errno : -EIO;
-			break;
-		}
-		done += (size_t)k;
-		if (done < q->len) {
-			cnt = (int)io_iov_advance(q->iov, q->iovcnt, done, c->iov);
-			iov = c->iov;
-		}
-	}
-	/* EINTR from close still closes the fd on Linux; only a real error
-	 * (e.g. EIO from write-back) means the data may not be there. */
-	if (close(fd) && errno != EINTR && rc == 0)
-		rc = -errno;
-	if (rc == 0) {
-		int r;
-		do
-			r = HC_FAULT_SYS(HC_FAULT_RENAME, EIO,
-					 renameat2(q->dirfd, q->tmp_name, q->dirfd, q->final_name,
-						   q->noreplace ? RENAME_NOREPLACE : 0));
-		while (r && errno == EINTR);
-		if (r)
-			rc = -errno;
-	}
-	if (rc)
-		io_unlink_tmp(q->dirfd, q->tmp_name);
-	return rc;
+	return io_write_file(q, c->iov);
 }
 
 static int io_sys_read(const struct io_read_req *q, struct io_ctx *c)

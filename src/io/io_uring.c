@@ -46,7 +46,7 @@ static int io_ring_new(unsigned depth, struct io_ring **out, char *why, size_t w
 	r->depth = depth;
 	r->pages = util_fault_calloc(depth, sizeof(*r->pages));
 	r->free_slots = util_fault_calloc(depth, sizeof(*r->free_slots));
-	r->arrivals = util_fault_calloc(depth, sizeof(*r->arrivals));
+	r->arrivals = util_fault_calloc(IO_ARRIVALS(depth), sizeof(*r->arrivals));
 	r->slot_iov = util_fault_calloc(depth, sizeof(*r->slot_iov));
 	int rc = util_fault_hit(HC_FAULT_ALLOC)
 			 ? ENOMEM
@@ -63,11 +63,16 @@ static int io_ring_new(unsigned depth, struct io_ring **out, char *why, size_t w
 	 * on this thread, and without it each of those interrupts the thread
 	 * with an IPI, which on a paravirtualized guest traps to the
 	 * hypervisor, a cost paid per page. This thread
-	 * enters the kernel to submit or wait often enough to run them there. */
-	struct io_uring_params p = {.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN};
+	 * enters the kernel to submit or wait often enough to run them there.
+	 * TASKRUN_FLAG: the kernel says in the SQ flags when such work waits,
+	 * so a read stream busy with its hooks knows, without a system call,
+	 * when entering the kernel would post completions (io_ring_cq_pending). */
+	struct io_uring_params p = {.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN |
+					     IORING_SETUP_TASKRUN_FLAG};
 	rc = io_uring_queue_init_params(depth * 4, &r->ring, &p);
 	if (rc == -EINVAL) {
-		/* Linux 5.18 has SUBMIT_ALL but not COOP_TASKRUN (5.19). */
+		/* Linux 5.18 has SUBMIT_ALL but not COOP_TASKRUN nor
+		 * TASKRUN_FLAG (5.19). */
 		p = (struct io_uring_params){.flags = IORING_SETUP_SUBMIT_ALL};
 		rc = io_uring_queue_init_params(depth * 4, &r->ring, &p);
 	}

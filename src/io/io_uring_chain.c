@@ -302,6 +302,7 @@ void io_ring_release(struct io_ring *r, struct io_stream *s, bool all)
 void io_ring_stream_begin(struct io_ring *r)
 {
 	r->gen++;
+	r->arrival_head = 0;
 	r->narrivals = 0;
 	for (unsigned s = 0; s < r->depth; s++)
 		r->pages[s] = (struct io_ring_page){.state = IO_PG_IDLE, .dirfd = -1};

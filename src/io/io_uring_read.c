@@ -1,8 +1,9 @@
 /*
  * io_uring engine: the read stream. Each page is one chain open(name) ->
  * readv(iov + scratch) -> close; a slot is refilled as soon as its chain
- * posted everything, and the arrived hooks run after the refill. See
- * io_ring.h for the chains.
+ * posted everything, and the arrived hooks run after the refill, one page
+ * at a time, with the completions that came meanwhile reaped (and their
+ * slots refilled) between two pages. See io_ring.h for the chains.
  */
 #define _GNU_SOURCE
 #include "io/io_ring.h"
@@ -72,7 +73,8 @@ static bool io_ring_read_cqe(struct io_ring *r, unsigned i, unsigned step, int r
 		/* The bytes are in place once the read posts; its close only
 		 * frees the slot. The array stays held until the hook ran. */
 		if (q->arrived && io_read_result(res, q->len) == 0) {
-			r->arrivals[r->narrivals++] = (struct io_arrival){q, pg->arr};
+			unsigned at = (r->arrival_head + r->narrivals++) % IO_ARRIVALS(r->depth);
+			r->arrivals[at] = (struct io_arrival){q, pg->arr};
 			pg->arr->holds++;
 		}
 	} else if (step == IO_STEP_CLOSE) {
@@ -89,17 +91,42 @@ static bool io_ring_read_cqe(struct io_ring *r, unsigned i, unsigned step, int r
 	return true;
 }
 
-/* The arrived hooks due. Called after the refill: a disk may complete a
- * batch's reads in one burst, and their checksums (memory-bound) taken
+/* The oldest arrived hook due. Run after the refill: a disk may complete
+ * a batch's reads in one burst, and their checksums (memory-bound) taken
  * before the refill would leave it idle meanwhile. */
-static void io_ring_arrivals_run(struct io_ring *r, struct io_stream *st)
+static void io_ring_arrival_run(struct io_ring *r, struct io_stream *st)
 {
-	for (unsigned i = 0; i < r->narrivals; i++) {
-		struct io_arrival *v = &r->arrivals[i];
-		v->q->arrived(v->q->arg);
-		io_arr_put(st, v->arr);
+	struct io_arrival v = r->arrivals[r->arrival_head];
+	r->arrival_head = (r->arrival_head + 1) % IO_ARRIVALS(r->depth);
+	r->narrivals--;
+	v.q->arrived(v.q->arg);
+	io_arr_put(st, v.arr);
+}
+
+/* Whether completions wait to be reaped: posted, or due to be posted by
+ * task work that entering the kernel runs (COOP_TASKRUN defers it until
+ * then; TASKRUN_FLAG says so in the SQ flags). No system call unless the
+ * kernel has work for this thread. */
+static bool io_ring_cq_pending(struct io_ring *r)
+{
+	if (io_uring_cq_ready(&r->ring))
+		return true;
+	if (!(IO_URING_READ_ONCE(*r->ring.sq.kflags) & IORING_SQ_TASKRUN))
+		return false;
+	io_uring_get_events(&r->ring);
+	return io_uring_cq_ready(&r->ring) > 0;
+}
+
+/* The ring failed while waiting: every running page fails with rc. */
+static void io_ring_read_fail_running(struct io_ring *r, int rc)
+{
+	for (unsigned s = 0; s < r->depth; s++) {
+		struct io_ring_page *pg = &r->pages[s];
+		if (pg->state == IO_PG_RUN) {
+			pg->clean_close = true;
+			io_page_fail(pg, pg->result, rc);
+		}
 	}
-	r->narrivals = 0;
 }
 
 /*
@@ -119,7 +146,9 @@ void io_ring_read_stream(struct io_ring *r, struct io_stream *st)
 	for (;;) {
 		io_ring_release(r, st, false);
 		bool queued = false, dry = false;
-		while (nfree && !r->broken) {
+		/* With depth hooks waiting, the next pages wait for them: that
+		 * bounds the arrivals (IO_ARRIVALS). */
+		while (nfree && !r->broken && r->narrivals < r->depth) {
 			struct io_arr *a;
 			struct io_read_req *q;
 			if (!io_ring_may_take(st, failed) || !(q = io_stream_next_req(st, &a))) {
@@ -146,7 +175,21 @@ void io_ring_read_stream(struct io_ring *r, struct io_stream *st)
 			/* A failed submit left some pages idle with their error. */
 			nfree = io_ring_idle_slots(r, &running, &failed);
 		}
-		io_ring_arrivals_run(r, st);
+		if (r->narrivals) {
+			/* One page's hook, then the completions that came in
+			 * meanwhile (without waiting), then refill: the next
+			 * pages are on their way while this one is checked. */
+			io_ring_arrival_run(r, st);
+			if (running && io_ring_cq_pending(r)) {
+				rc = io_ring_reap(r, io_ring_read_cqe, NULL, &running, &nfree,
+						  &failed);
+				if (rc) {
+					io_ring_read_fail_running(r, rc);
+					break;
+				}
+			}
+			continue;
+		}
 		if (!running) {
 			if (r->broken)
 				break;
@@ -165,18 +208,13 @@ void io_ring_read_stream(struct io_ring *r, struct io_stream *st)
 		 * completions. */
 		rc = io_ring_reap(r, io_ring_read_cqe, NULL, &running, &nfree, &failed);
 		if (rc) {
-			for (unsigned s = 0; s < r->depth; s++) {
-				struct io_ring_page *pg = &r->pages[s];
-				if (pg->state == IO_PG_RUN) {
-					pg->clean_close = true;
-					io_page_fail(pg, pg->result, rc);
-				}
-			}
+			io_ring_read_fail_running(r, rc);
 			break;
 		}
 	}
 	/* Reads that arrived before the ring failed hold their bytes. */
-	io_ring_arrivals_run(r, st);
+	while (r->narrivals)
+		io_ring_arrival_run(r, st);
 	for (unsigned s = 0; s < r->depth; s++) {
 		/* A cut read chain may have opened its slot. */
 		if (r->pages[s].state == IO_PG_CUT)
