@@ -8,7 +8,7 @@
  *
  * Files go to 256 bucket dirs under a fresh directory per engine, like the
  * store's layout. Nothing is deleted until the end: creating files right
- * after deleting many is slow on ext4 (see IO-URING-NOTES.md, Pitfalls),
+ * after deleting many is slow on ext4 (docs/PERFORMANCE.md, "Measuring here"),
  * which would penalise whichever engine runs second.
  */
 #define _GNU_SOURCE

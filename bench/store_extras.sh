@@ -14,7 +14,7 @@
 #
 # Each set writes into a fresh directory; all are created first and deleted only at
 # the end (creating files right after deleting many is slow on a journal-less ext4:
-# /work/shared/IO-URING-NOTES.md, "Pitfalls"). Gets read what the set of the same
+# docs/PERFORMANCE.md, "Measuring here"). Gets read what the set of the same
 # variant wrote, after sync and a page-cache drop (as root).
 #
 # With --pipeline K, the sets and gets of 1 and 2 keep K calls started (bench store

@@ -21,7 +21,7 @@
 # --cold-meta also drops dentries and inodes). Each run has its own fresh
 # directory, all created before the first run and deleted only at the very
 # end: on a journal-less ext4, creating files right after deleting many is
-# several times slower (/work/shared/IO-URING-NOTES.md, "Pitfalls").
+# several times slower (docs/PERFORMANCE.md, "Measuring here").
 #
 # With --pipeline K, hicache also runs every case keeping K calls started
 # (bench store --pipeline K: hc_store_set_start / get_start, merged by the
@@ -33,6 +33,13 @@
 # the I/O path alone, which is the work fio does, against the default that
 # also takes the XXH3 checksum of every byte read.
 #
+# With --ram-device, everything runs on an ext4 file system made for the run
+# on a loop device whose backing file lives in tmpfs (root only; taken down
+# at the end, also on an error or an interrupt): no disk under the file
+# system, so the table shows the CPU side of both tools, the kernel's
+# included. Each case's files are deleted (and trimmed back to the tmpfs)
+# once its round is over, so memory holds one case's files at a time.
+#
 # With --compare OLD, a second hicache binary (e.g. the build before a change)
 # runs every case too, in the same rotation, and the table adds old/new columns:
 # before/after figures measured side by side on the same disk at the same time.
@@ -40,7 +47,7 @@
 # usage: bench/vs_fio.sh [--quick] [--dir DIR] [--out FILE] [--runs N] [--batch B]
 #                        [--bin HICACHE] [--compare OLD] [--cases LIST] [--cold-meta] [--keep]
 #                        [--huge-pages thp|off|prefer|required] [--unverified]
-#                        [--pipeline K]
+#                        [--pipeline K] [--ram-device]
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -59,6 +66,7 @@ unverified=0
 pipeline=1
 cold_meta=0
 keep=0
+ram=0
 huge=thp
 
 usage() {
@@ -80,7 +88,9 @@ options:
                 most B pages in flight, as fio's iodepth, without the drain at
                 the end of every call
   --cold-meta   drop dentries and inodes too before reads (echo 3, not 1)
-  --keep        leave the files in place
+  --keep        leave the files in place (not with --ram-device)
+  --ram-device  run on ext4 over a loop device backed by a file in tmpfs (root;
+                at most 6 GiB of memory, sized from the cases), removed at the end
   --huge-pages M  the memory both tools move pages from and to: thp (the default,
                 as hicache's pools): transparent huge pages, for fio through glibc's
                 malloc tunable with its buffer aligned to 2 MiB (without the alignment
@@ -103,6 +113,7 @@ while [ $# -gt 0 ]; do
 	--pipeline) pipeline=${2:?--pipeline needs a value}; shift ;;
 	--cold-meta) cold_meta=1 ;;
 	--keep) keep=1 ;;
+	--ram-device) ram=1 ;;
 	--huge-pages) huge=${2:?--huge-pages needs a value}; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "vs_fio.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
@@ -119,6 +130,14 @@ case $pipeline in
 '' | *[!0-9]* | 0) echo "vs_fio.sh: --pipeline must be a number >= 1" >&2; exit 2 ;;
 esac
 [ "$quick" = 1 ] && runs=1
+if [ $ram = 1 ] && [ $keep = 1 ]; then
+	echo "vs_fio.sh: --keep and --ram-device: the RAM device goes at the end, files and all" >&2
+	exit 2
+fi
+if [ $ram = 1 ] && [ -n "$base" ]; then
+	echo "vs_fio.sh: --dir and --ram-device: the RAM device is the directory" >&2
+	exit 2
+fi
 
 # ---- tools ----
 if [ ! -x "$bin" ]; then
@@ -150,9 +169,6 @@ command -v python3 >/dev/null 2>&1 || { echo "vs_fio.sh: needs python3 (JSON)" >
 root=0
 [ "$(id -u)" = 0 ] && root=1
 
-# ---- directories: every run's, created now ----
-bench_workdir vs-fio
-
 # size:files. Each case moves 128-512 MiB; --quick moves 1/8 of it.
 if [ -z "$cases" ]; then
 	cases="64K:2048 512K:512 2M:256 8M:64"
@@ -179,16 +195,27 @@ ntools=0
 for t in $tools_all; do
 	ntools=$((ntools + 1))
 done
+# Bytes of files on the file system at once: every run's (a RAM device:
+# one case of one round, its largest).
+need=0
+for c in $cases; do
+	b=$(((ntools - unverified) * ($(bytes_of "${c%%:*}") + 4096) * ${c##*:}))
+	if [ $ram = 1 ]; then
+		[ "$b" -gt "$need" ] && need=$b
+	else
+		need=$((need + runs * b))
+	fi
+done
+
+# ---- directories: every run's, created now ----
+[ $ram = 1 ] && ram_device_up vs-fio "$need"
+bench_workdir vs-fio
 for c in $cases; do
 	for r in $(seq 1 "$runs"); do
 		for t in $tools_all; do
 			[ "$t" = nv ] || mkdir "$work/$t-${c%%:*}-$r"
 		done
 	done
-done
-need=0
-for c in $cases; do
-	need=$((need + (ntools - unverified) * runs * ($(bytes_of "${c%%:*}") + 4096) * ${c##*:}))
 done
 avail=$(df -P -B1 "$work" | awk 'NR == 2 {print $4}')
 if [ "$avail" -lt $((need + need / 10)) ]; then
@@ -299,6 +326,12 @@ for r in $(seq 1 "$runs"); do
 				echo "$r $size x $files $t $op $v"
 			done
 		done
+		if [ $ram = 1 ]; then
+			for t in $tools_all; do
+				[ "$t" = nv ] || rm -rf "${work:?}/$t-$size-$r"
+			done
+			ram_device_trim
+		fi
 	done
 done
 
