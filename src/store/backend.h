@@ -6,7 +6,7 @@
  *
  * The backends are peers below the core, one folder each:
  * store/backend/file/, store/backend/mem/, store/backend/s3/. A backend
- * includes this header and format.h, never the core's store_internal.h
+ * includes this header and format.h, never the core's headers (store_types.h and the files' own)
  * nor another backend's headers; what backends share lives in
  * store/backend/ itself (page_plan.h). The core names a backend only by
  * its ops table, declared at the end of this header.
@@ -41,6 +41,12 @@ struct store_obj {
 	int (*prepare)(void *arg);
 	void (*arrived)(void *arg);
 	void *hook_arg;
+	/* put, with object_hooks: look the object up (len bytes under the
+	 * name) before prepare; one that is there is neither prepared nor
+	 * written, and its result is -EEXIST. Objects are immutable, so a
+	 * large one that exists is not rewritten; the backend looks it up
+	 * itself, so a put never calls back into the store for it. */
+	bool look_first;
 	int result; /* out: see each op */
 };
 
@@ -67,6 +73,9 @@ struct store_backend_ops {
 	 * to probe. Returns 0 or -errno (only for errors other than the
 	 * fallback). */
 	int (*probe_memory)(void *be, const void *addr, size_t len);
+	/* The object block (format.h) the backend needs when the config
+	 * leaves it to the backend; NULL = FORMAT_BLOCK_MIN. */
+	size_t (*object_block)(void *be);
 	/* Is the backend using direct I/O right now? NULL = no. */
 	bool (*direct)(void *be);
 	/* Name of the I/O engine ("uring", "threads", "none"). */

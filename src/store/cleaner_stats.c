@@ -1,6 +1,6 @@
 /* hc_store_cleaner_stats: the backend's cleaner counters, sized as the
  * caller was built. */
-#include "store/store_internal.h"
+#include "store/store_types.h"
 #include "util/util.h"
 
 #include <hicache/store.h>

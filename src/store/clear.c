@@ -15,7 +15,7 @@
  * ends with ours ("p0_x" + "_m_0_1" or "p0" + "_x_m_0_1") is cleared too.
  */
 #define _GNU_SOURCE
-#include "store/store_internal.h"
+#include "store/store_types.h"
 #include "util/util.h"
 
 #include <errno.h>

@@ -18,7 +18,10 @@
  * the min rule's result, and two trailing pools can have none in common.
  */
 #define _GNU_SOURCE
-#include "store/store_internal.h"
+#include "store/names.h"
+#include "store/registry.h"
+#include "store/store_stats.h"
+#include "store/store_work.h"
 #include "util/opts.h"
 #include "util/util.h"
 
@@ -51,14 +54,14 @@ static int64_t exists_pages(struct hc_store *st, struct store_ctx *c, const stru
 			for (unsigned o = 0; o < c->nobj; o++, k++) {
 				int rc = store_object_name(c, ids->keys ? &ids->keys[i] : NULL,
 							   ids->keys ? NULL : ids->names[i], o,
-							   w->names[k]);
+							   w->item[k].name);
 				if (rc) {
 					work_put(st, w);
 					return rc;
 				}
 				w->objs[k] = (struct store_obj){
-					.name = w->names[k],
-					.route = hc_key_route_hash(w->names[k]),
+					.name = w->item[k].name,
+					.route = hc_key_route_hash(w->item[k].name),
 					.len = c->obj[o].len,
 					.result = -ENOENT,
 				};

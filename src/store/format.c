@@ -18,15 +18,43 @@ static uint64_t self_check(const struct store_trailer *t)
 	return XXH3_64bits(t, offsetof(struct store_trailer, self_check));
 }
 
-void format_trailer_write(void *block, const struct store_trailer *t)
+uint64_t format_name_hash(const char *name)
+{
+	return XXH3_64bits(name, strlen(name));
+}
+
+uint64_t format_block_of(uint64_t payload, uint64_t size)
+{
+	for (uint64_t b = FORMAT_BLOCK_MIN; b <= FORMAT_BLOCK_MAX; b *= 2)
+		if (format_object_len(payload, b) == size)
+			return b;
+	return 0;
+}
+
+void format_trailer_write(void *trailer_block, uint64_t block, const struct store_trailer *t)
 {
 	struct store_trailer copy = *t;
 	copy.magic = FORMAT_MAGIC;
 	copy.version = FORMAT_VERSION;
-	copy.reserved = 0;
 	copy.self_check = self_check(&copy);
-	memset(block, 0, FORMAT_BLOCK - FORMAT_TRAILER_BYTES);
-	memcpy((char *)block + FORMAT_BLOCK - FORMAT_TRAILER_BYTES, &copy, sizeof(copy));
+	memset(trailer_block, 0, block - FORMAT_TRAILER_BYTES);
+	memcpy((char *)trailer_block + block - FORMAT_TRAILER_BYTES, &copy, sizeof(copy));
+}
+
+int format_trailer_read(const void *tail, struct store_trailer *out)
+{
+	memcpy(out, tail, sizeof(*out));
+	if (out->magic != FORMAT_MAGIC || out->version != FORMAT_VERSION ||
+	    out->self_check != self_check(out))
+		return -EBADMSG;
+	return 0;
+}
+
+/* What the trailer says of an object of size bytes under name, before
+ * its payload is read. */
+static bool trailer_fits(const struct store_trailer *t, uint64_t size, const char *name)
+{
+	return format_block_of(t->payload_len, size) && t->name_hash == format_name_hash(name);
 }
 
 #define CHECK_CHUNK ((size_t)1 << 20)
@@ -47,17 +75,16 @@ static int read_at(int fd, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
-int format_check_fd(int fd, uint64_t size, struct store_trailer *out)
+int format_check_fd(int fd, uint64_t size, const char *name, struct store_trailer *out)
 {
-	if (size < FORMAT_BLOCK || size % FORMAT_BLOCK)
+	if (size < FORMAT_BLOCK_MIN || size % FORMAT_BLOCK_MIN)
 		return -EBADMSG;
 	size_t chunk = size < CHECK_CHUNK ? (size_t)size : CHECK_CHUNK;
 	uint8_t *buf = util_fault_malloc(chunk);
 	if (!buf)
 		return -ENOMEM;
-	int rc = read_at(fd, buf, FORMAT_BLOCK, size - FORMAT_BLOCK);
-	if (!rc && (format_trailer_read(buf, out) || format_object_len(out->payload_len) != size ||
-		    (out->payload_len && !out->checksum)))
+	int rc = read_at(fd, buf, FORMAT_TRAILER_BYTES, size - FORMAT_TRAILER_BYTES);
+	if (!rc && (format_trailer_read(buf, out) || !trailer_fits(out, size, name)))
 		rc = -EBADMSG;
 	XXH3_state_t *h = rc ? NULL : XXH3_createState();
 	if (!rc && !h)
@@ -72,30 +99,21 @@ int format_check_fd(int fd, uint64_t size, struct store_trailer *out)
 			XXH3_64bits_update(h, buf, n);
 		off += n;
 	}
-	if (!rc && out->payload_len && XXH3_64bits_digest(h) != out->checksum)
+	if (!rc && XXH3_64bits_digest(h) != out->checksum)
 		rc = -EBADMSG;
 	XXH3_freeState(h);
 	free(buf);
 	return rc;
 }
 
-int format_trailer_read(const void *block, struct store_trailer *out)
+int format_check_image(const void *obj, uint64_t len, const char *name, struct store_trailer *out)
 {
-	memcpy(out, (const char *)block + FORMAT_BLOCK - FORMAT_TRAILER_BYTES, sizeof(*out));
-	if (out->magic != FORMAT_MAGIC || out->version != FORMAT_VERSION ||
-	    out->self_check != self_check(out))
+	if (len < FORMAT_BLOCK_MIN || len % FORMAT_BLOCK_MIN)
 		return -EBADMSG;
-	return 0;
-}
-
-int format_check_image(const void *obj, uint64_t len, struct store_trailer *out)
-{
-	if (len < FORMAT_BLOCK || len % FORMAT_BLOCK)
+	if (format_trailer_read((const char *)obj + len - FORMAT_TRAILER_BYTES, out) ||
+	    !trailer_fits(out, len, name))
 		return -EBADMSG;
-	if (format_trailer_read((const char *)obj + len - FORMAT_BLOCK, out) ||
-	    format_object_len(out->payload_len) != len || (out->payload_len && !out->checksum))
-		return -EBADMSG;
-	if (out->payload_len && XXH3_64bits(obj, out->payload_len) != out->checksum)
+	if (XXH3_64bits(obj, out->payload_len) != out->checksum)
 		return -EBADMSG;
 	return 0;
 }

@@ -13,7 +13,7 @@
  * 64 lowercase hex digits is a key's name: the same object.
  */
 #define _GNU_SOURCE
-#include "store/store_internal.h"
+#include "store/names.h"
 #include "util/util.h"
 
 #include <errno.h>

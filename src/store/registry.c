@@ -16,7 +16,8 @@
  * hold its pools and one to release them.
  */
 #define _GNU_SOURCE
-#include "store/store_internal.h"
+#include "store/registry.h"
+#include "store/store_work.h"
 #include "util/opts.h"
 #include "util/util.h"
 
@@ -119,22 +120,34 @@ static int set_component(struct store_ctx *c, unsigned i, enum hc_component kind
 }
 
 /* Whether a page's objects are its segments, one per buffer (split), or
- * one object of the flat page. It follows from the pool alone (kind,
- * layout, contiguity), never from this process's memory alignment,
- * use_direct_io or force_bounce, so every instance names a page alike:
- * the layouts SGLang's NIXL backend moves zero-copy (KV page_first and
- * page_first_direct) and the pools whose pages are contiguous per buffer
- * (Mamba, indexer, segments) are split; KV layer_first and page_head
- * keep one object of the flat page, as SGLang names them. Whether the
- * objects then move zero-copy or through a bounce slot is up to the
- * memory (ctx_build); the names and the bytes stored are the same. */
-static bool objects_split(const struct hc_pool *pool, unsigned nsegs)
+ * one object of the flat page. It follows from the pool and the store's
+ * configuration alone (kind, layout, contiguity, page bytes against
+ * kv_one_object_max_bytes), never from this process's memory alignment,
+ * use_direct_io or force_bounce, so every instance of one configuration
+ * names a page alike: the layouts SGLang's NIXL backend moves zero-copy
+ * (KV page_first and page_first_direct) and the pools whose pages are
+ * contiguous per buffer (Mamba, indexer, segments) are split; KV
+ * layer_first and page_head keep one object of the flat page, as SGLang
+ * names them. Whether the objects then move zero-copy or through a
+ * bounce slot is up to the memory (ctx_build); the names and the bytes
+ * stored are the same.
+ *
+ * kv_one_object_max_bytes (0 = off, SGLang's and NIXL's names) makes a
+ * page_first / page_first_direct MHA page of at most that many bytes one
+ * object of its flat page (K then V, through a bounce slot), named as a
+ * layer_first page is: below some size, a second file and trailer cost
+ * more than the copy. An MLA page is one buffer: one object either way,
+ * keeping its name. */
+static bool objects_split(const struct hc_pool *pool, unsigned nsegs, uint64_t one_object_max)
 {
 	const struct hc_kv_geometry *kv = hc_pool_kv_geometry(pool);
 	if (!nsegs || hc_pool_kind(pool) == HC_POOL_ANCHOR)
 		return false;
-	return !kv || kv->layout == HC_LAYOUT_PAGE_FIRST ||
-	       kv->layout == HC_LAYOUT_PAGE_FIRST_DIRECT;
+	if (!kv)
+		return true;
+	if (kv->layout != HC_LAYOUT_PAGE_FIRST && kv->layout != HC_LAYOUT_PAGE_FIRST_DIRECT)
+		return false;
+	return kv->mla || nsegs < 2 || hc_pool_page_bytes(pool) > one_object_max;
 }
 
 /* Names as the reference: split KV "_k"/"_v" (MLA "_k"), one flat page
@@ -340,6 +353,7 @@ static int ctx_build(struct hc_store *st, const char *name, struct hc_pool *pool
 	c->marker = kind == HC_POOL_ANCHOR;
 	c->page_bytes = hc_pool_page_bytes(pool);
 	c->alignment = st->ops->alignment(st->be);
+	c->block = st->block;
 	int rc = ctx_naming(st, c, reg);
 	if (!rc)
 		rc = elem_type_load(c, reg->elem_type);
@@ -352,7 +366,7 @@ static int ctx_build(struct hc_store *st, const char *name, struct hc_pool *pool
 		nsegs = 0;
 	if (nsegs && (rc = hc_pool_page_segments(pool, 0, segs, STORE_MAX_OBJS)) < 0)
 		return rc;
-	c->split = !c->marker && objects_split(pool, nsegs);
+	c->split = !c->marker && objects_split(pool, nsegs, st->kv_one_object_max);
 	c->zero_copy = c->split && !st->force_bounce && !reg->force_bounce &&
 		       hc_pool_aligned(pool, c->alignment);
 	if (c->zero_copy && st->ops->probe_memory) {
@@ -380,7 +394,7 @@ static int ctx_build(struct hc_store *st, const char *name, struct hc_pool *pool
 		return rc;
 	uint64_t images = 0;
 	for (unsigned i = 0; i < c->nobj; i++) {
-		c->obj[i].len = format_object_len(c->obj[i].payload);
+		c->obj[i].len = format_object_len(c->obj[i].payload, c->block);
 		if (!c->obj[i].len || images + c->obj[i].len < images)
 			return util_fail(-EINVAL, "store: pool '%s' pages are too large", name);
 		c->obj[i].slot_off = images;

@@ -1,7 +1,7 @@
 /*
  * The store core: opening and closing a store over a backend ops table
  * (found by name in store/backend.c).
- * The rest of the core is in the files store_internal.h lists; this
+ * The rest of the core is in the files store_types.h lists; this
  * comment is the data path through them.
  *
  * A transfer is flattened into "page entries" (pool context, key, host
@@ -31,7 +31,9 @@
  * of threads can transfer at once and no buffer is shared by direction.
  */
 #define _GNU_SOURCE
-#include "store/store_internal.h"
+#include "store/registry.h"
+#include "store/store_meta.h"
+#include "store/store_work.h"
 #include "util/opts.h"
 #include "util/util.h"
 
@@ -78,6 +80,24 @@ void hc_store_close(struct hc_store *st)
 	}
 	pthread_mutex_destroy(&st->work_lock);
 	free(st);
+}
+
+/* The object block: the config's, else the backend's. Under direct I/O
+ * objects must stay aligned to the file system's block, so a configured
+ * block below it is refused rather than left to fail every write. */
+static int object_block_set(struct hc_store *st, size_t block)
+{
+	size_t own = st->ops->object_block ? st->ops->object_block(st->be) : FORMAT_BLOCK_MIN;
+	if (!block)
+		block = own;
+	else if (block < own && hc_store_direct_io(st))
+		return util_fail(-EINVAL,
+				 "store: object_block %zu is below the direct-I/O alignment %zu of "
+				 "the store's file system; set object_block to %zu (or 0), or "
+				 "use_direct_io to false",
+				 block, own, own);
+	st->block = block;
+	return 0;
 }
 
 int hc_store_open(const struct hc_store_opts *opts, struct hc_store **out)
@@ -133,14 +153,29 @@ int hc_store_open(const struct hc_store_opts *opts, struct hc_store **out)
 		cfg = own_cfg;
 	}
 	rc = hc_config_get_bool(cfg, "verify_checksum", &st->verify);
+	int64_t one_object_max = 0;
+	if (!rc)
+		rc = hc_config_get_int(cfg, "kv_one_object_max_bytes", &one_object_max);
+	st->kv_one_object_max = (uint64_t)one_object_max; /* the table's bounds: >= 0 */
 	/* Bounce slots are host memory like the pools: the same huge page
 	 * mode and mlock. */
 	hc_mem_opts_init(&st->bounce_mem, sizeof(st->bounce_mem));
 	if (!rc)
 		rc = hc_mem_opts_from_config(&st->bounce_mem, cfg);
+	int64_t block = 0;
+	if (!rc)
+		rc = hc_config_get_int(cfg, "object_block", &block);
+	if (!rc && block && !format_block_valid((uint64_t)block))
+		rc = util_fail(
+			-EINVAL,
+			"store: object_block %lld must be 0 (the backend's) or a power of two "
+			"from %u to %u",
+			(long long)block, FORMAT_BLOCK_MIN, FORMAT_BLOCK_MAX);
 	if (!rc)
 		rc = ops->open(cfg, &st->be);
 	hc_config_destroy(own_cfg);
+	if (!rc)
+		rc = object_block_set(st, (size_t)block);
 	if (rc)
 		goto fail;
 	*out = st;
@@ -153,6 +188,11 @@ fail:
 size_t hc_store_alignment(const struct hc_store *st)
 {
 	return st ? st->ops->alignment(st->be) : 0;
+}
+
+size_t hc_store_object_block(const struct hc_store *st)
+{
+	return st ? st->block : 0;
 }
 
 bool hc_store_direct_io(const struct hc_store *st)

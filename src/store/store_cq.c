@@ -11,7 +11,8 @@
  * the fd never misses a completion and never spins on a stale one.
  */
 #define _GNU_SOURCE
-#include "store/store_internal.h"
+#include "store/store_cq.h"
+#include "store/store_op.h"
 #include "util/util.h"
 
 #include <errno.h>

@@ -9,7 +9,13 @@
  * every started lookup and delete of the store, in start order.
  */
 #define _GNU_SOURCE
-#include "store/store_internal.h"
+#include "store/names.h"
+#include "store/registry.h"
+#include "store/store_cq.h"
+#include "store/store_meta.h"
+#include "store/store_op.h"
+#include "store/store_stats.h"
+#include "store/store_work.h"
 #include "util/thread.h"
 #include "util/util.h"
 
@@ -50,11 +56,11 @@ static int meta_chunk(struct hc_store *st, struct work *w, struct hc_store_op *o
 	for (size_t i = from; i < to; i++) {
 		const struct entry *e = &o->e[i];
 		for (unsigned j = 0; j < e->ctx->nobj; j++, k++) {
-			int rc = store_object_name(e->ctx, e->key, e->name, j, w->names[k]);
+			int rc = store_object_name(e->ctx, e->key, e->name, j, w->item[k].name);
 			if (rc)
 				return rc;
-			w->objs[k] = (struct store_obj){.name = w->names[k],
-							.route = hc_key_route_hash(w->names[k]),
+			w->objs[k] = (struct store_obj){.name = w->item[k].name,
+							.route = hc_key_route_hash(w->item[k].name),
 							.len = e->ctx->obj[j].len,
 							.result = -ENOENT};
 		}

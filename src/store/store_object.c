@@ -5,7 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "pool/pool_api.h"
-#include "store/store_internal.h"
+#include "store/store_object.h"
 #include "util/util.h"
 
 #include <hicache/mem.h>
@@ -21,12 +21,13 @@
  * (docs/PERFORMANCE-HISTORY.md). */
 #define BOUNCE_SUMMED_MIN_BYTES ((size_t)1 << 20)
 
-uint8_t store_zero_block[FORMAT_BLOCK] __attribute__((aligned(FORMAT_BLOCK)));
+uint8_t store_zero_block[FORMAT_BLOCK_MAX] __attribute__((aligned(FORMAT_BLOCK_MAX)));
 
-static void trailer_for(const struct store_ctx *c, unsigned o, uint64_t checksum,
+static void trailer_for(const struct store_ctx *c, unsigned o, uint64_t checksum, const char *name,
 			struct store_trailer *t)
 {
 	*t = c->tmpl;
+	t->name_hash = format_name_hash(name);
 	t->component = (uint16_t)c->obj[o].kind;
 	t->component_index = c->obj[o].index;
 	t->payload_len = c->obj[o].payload;
@@ -35,15 +36,15 @@ static void trailer_for(const struct store_ctx *c, unsigned o, uint64_t checksum
 
 /* iov for object o of a zero-copy page: segment, pad, trailer block. */
 static unsigned zero_copy_iov(struct iovec *iov, const struct hc_segment *seg, uint64_t len,
-			      uint8_t *pad, uint8_t *trailer)
+			      size_t block, uint8_t *pad, uint8_t *trailer)
 {
 	unsigned n = 0;
 	if (seg->len)
 		iov[n++] = (struct iovec){seg->addr, seg->len};
-	size_t padlen = (size_t)(len - FORMAT_BLOCK - seg->len);
+	size_t padlen = (size_t)(len - block - seg->len);
 	if (padlen)
 		iov[n++] = (struct iovec){pad, padlen};
-	iov[n++] = (struct iovec){trailer, FORMAT_BLOCK};
+	iov[n++] = (struct iovec){trailer, block};
 	return n;
 }
 
@@ -89,9 +90,9 @@ void store_build_image(const struct obj_job *j)
 	const struct store_ctx *c = j->e->ctx;
 	struct store_trailer t;
 	if (c->marker) {
-		trailer_for(c, j->o, 0, &t);
+		trailer_for(c, j->o, util_checksum(store_zero_block, 0), j->obj->name, &t);
 	} else if (c->zero_copy) {
-		trailer_for(c, j->o, util_checksum(j->seg.addr, j->seg.len), &t);
+		trailer_for(c, j->o, util_checksum(j->seg.addr, j->seg.len), j->obj->name, &t);
 	} else if (c->split) {
 		/* The segment into its slice of the slot: the object a zero-copy
 		 * pool writes from the pool, byte for byte. A caller's buffer
@@ -106,8 +107,8 @@ void store_build_image(const struct obj_job *j)
 		} else {
 			sum = copy_summed(j->slot, j->seg.addr, j->seg.len);
 		}
-		trailer_for(c, j->o, sum, &t);
-		memset(j->slot + pay, 0, j->obj->len - FORMAT_BLOCK - pay);
+		trailer_for(c, j->o, sum, j->obj->name, &t);
+		memset(j->slot + pay, 0, j->obj->len - c->block - pay);
 	} else {
 		uint64_t sum;
 		if (c->page_bytes >= BOUNCE_SUMMED_MIN_BYTES) {
@@ -118,10 +119,10 @@ void store_build_image(const struct obj_job *j)
 			hc_pool_gather(c->pool, j->e->page, j->slot, c->page_bytes);
 			sum = util_checksum(j->slot, c->page_bytes);
 		}
-		memset(j->slot + c->page_bytes, 0, j->obj->len - FORMAT_BLOCK - c->page_bytes);
-		trailer_for(c, j->o, sum, &t);
+		memset(j->slot + c->page_bytes, 0, j->obj->len - c->block - c->page_bytes);
+		trailer_for(c, j->o, sum, j->obj->name, &t);
 	}
-	format_trailer_write(j->block, &t);
+	format_trailer_write(j->block, c->block, &t);
 }
 
 /* Object k (object o of page e) of a chunk: its job and where its image
@@ -132,27 +133,28 @@ void store_obj_job_init(struct hc_store *st, struct work *w, const struct entry 
 			size_t k, uint8_t *slot, const struct hc_segment *segs, uint8_t *pad)
 {
 	const struct store_ctx *c = e->ctx;
-	struct store_obj *obj = &w->objs[k];
-	struct obj_job *j = &w->jobs[k];
+	struct work_obj *wo = &w->item[k];
+	struct store_obj *obj = &wo->so;
+	struct obj_job *j = &wo->job;
 	*j = (struct obj_job){.st = st,
 			      .e = e,
 			      .obj = obj,
 			      .o = o,
 			      .slot = slot,
-			      .block = w->trailers + k * FORMAT_BLOCK};
+			      .block = w->trailers + k * FORMAT_BLOCK_MAX};
 	if (c->marker) {
-		w->iov[k][0] = (struct iovec){j->block, FORMAT_BLOCK};
+		wo->iov[0] = (struct iovec){j->block, c->block};
 		obj->iovcnt = 1;
 	} else if (c->zero_copy) {
 		j->seg = segs[o];
-		obj->iovcnt = zero_copy_iov(w->iov[k], &segs[o], obj->len, pad, j->block);
+		obj->iovcnt = zero_copy_iov(wo->iov, &segs[o], obj->len, c->block, pad, j->block);
 	} else {
 		/* A split page's object o has its slice of the slot. */
 		j->slot = slot + c->obj[o].slot_off;
 		if (c->split)
 			j->seg = segs[o];
-		j->block = j->slot + obj->len - FORMAT_BLOCK;
-		w->iov[k][0] = (struct iovec){j->slot, obj->len};
+		j->block = j->slot + obj->len - c->block;
+		wo->iov[0] = (struct iovec){j->slot, obj->len};
 		obj->iovcnt = 1;
 	}
 }
@@ -161,20 +163,19 @@ void store_obj_job_init(struct hc_store *st, struct work *w, const struct entry 
  * object is broken (torn or flipped: no valid trailer, or a checksum that
  * does not match) rather than a whole object of another geometry, which
  * another writer may legitimately use. */
-static int verify_trailer(const struct store_ctx *c, unsigned o, const uint8_t *block,
-			  struct store_trailer *got, bool *damaged)
+static int verify_trailer(const struct store_ctx *c, unsigned o, const char *name,
+			  const uint8_t *block, struct store_trailer *got, bool *damaged)
 {
 	struct store_trailer want;
 	*damaged = false;
-	if (format_trailer_read(block, got)) {
+	if (format_trailer_read(block + c->block - FORMAT_TRAILER_BYTES, got)) {
 		*damaged = true;
 		return -EBADMSG;
 	}
-	trailer_for(c, o, got->checksum, &want);
+	trailer_for(c, o, got->checksum, name, &want);
 	want.magic = got->magic;
 	want.version = got->version;
 	want.self_check = got->self_check;
-	want.reserved = got->reserved;
 	return memcmp(got, &want, sizeof(*got)) ? -EBADMSG : 0;
 }
 
@@ -185,10 +186,10 @@ static int verify_sum(uint64_t sum, const struct store_trailer *got, bool *damag
 }
 
 static int verify_object(const struct hc_store *st, const struct store_ctx *c, unsigned o,
-			 const uint8_t *block, const void *payload, bool *damaged)
+			 const char *name, const uint8_t *block, const void *payload, bool *damaged)
 {
 	struct store_trailer got;
-	int rc = verify_trailer(c, o, block, &got, damaged);
+	int rc = verify_trailer(c, o, name, block, &got, damaged);
 	if (rc || !st->verify || !c->obj[o].payload)
 		return rc;
 	return verify_sum(util_checksum(payload, c->obj[o].payload), &got, damaged);
@@ -201,7 +202,7 @@ static int get_bounce_verified(struct obj_job *j)
 {
 	const struct store_ctx *c = j->e->ctx;
 	struct store_trailer got;
-	int rc = verify_trailer(c, j->o, j->block, &got, &j->damaged);
+	int rc = verify_trailer(c, j->o, j->obj->name, j->block, &got, &j->damaged);
 	if (rc)
 		return rc;
 	return verify_sum(pool_scatter_summed(c->pool, j->e->page, j->slot), &got, &j->damaged);
@@ -215,7 +216,7 @@ static int get_segment_bounced(struct obj_job *j)
 {
 	const struct store_ctx *c = j->e->ctx;
 	struct store_trailer got;
-	int rc = verify_trailer(c, j->o, j->block, &got, &j->damaged);
+	int rc = verify_trailer(c, j->o, j->obj->name, j->block, &got, &j->damaged);
 	if (rc)
 		return rc;
 	uint64_t pay = c->obj[j->o].payload;
@@ -251,7 +252,7 @@ void store_get_check(struct obj_job *j)
 		return;
 	}
 	const void *payload = c->marker ? NULL : c->zero_copy ? j->seg.addr : j->slot;
-	j->verdict = verify_object(j->st, c, j->o, j->block, payload, &j->damaged);
+	j->verdict = verify_object(j->st, c, j->o, j->obj->name, j->block, payload, &j->damaged);
 	if (!j->verdict && !c->zero_copy && !c->marker)
 		hc_pool_scatter(c->pool, j->e->page, j->slot, c->page_bytes);
 }

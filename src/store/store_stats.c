@@ -2,7 +2,7 @@
  * Statistics: counters per store and per pool, batch latency histograms.
  */
 #define _GNU_SOURCE
-#include "store/store_internal.h"
+#include "store/store_stats.h"
 #include "util/util.h"
 
 #include <hicache/store.h>

@@ -15,7 +15,12 @@
  * queue and wait for ops are in store_call.c.
  */
 #define _GNU_SOURCE
-#include "store/store_internal.h"
+#include "store/registry.h"
+#include "store/store_cq.h"
+#include "store/store_stats.h"
+#include "store/store_stream.h"
+#include "store/store_work.h"
+#include "store/store_xfer.h"
 #include "util/hashset.h"
 #include "util/util.h"
 
@@ -157,17 +162,16 @@ static void op_fail_rest(struct stream *s, struct hc_store_op *o, size_t from, i
 	op_entries_over(s, o, o->ne - from);
 }
 
-static struct work *work_of(struct store_obj *objs, enum transfer_op dir)
+static struct work *work_of(struct store_obj *objs)
 {
-	size_t off = dir == OP_SET ? offsetof(struct work, batch) : offsetof(struct work, objs);
-	return (struct work *)((char *)objs - off);
+	return (struct work *)((char *)objs - offsetof(struct work, objs));
 }
 
 static void stream_done(struct store_feed *f, struct store_obj *objs, size_t n)
 {
 	(void)n;
 	struct stream *s = (struct stream *)f;
-	struct work *w = work_of(objs, s->dir);
+	struct work *w = work_of(objs);
 	struct hc_store_op *o = w->op;
 	if (s->dir == OP_SET)
 		store_set_chunk_finish(s->st, w, o->e);
@@ -221,14 +225,12 @@ static size_t stream_next(struct store_feed *f, struct store_obj **objs)
 		w->bounced = bounce > 0;
 		s->bounced_live += w->bounced;
 		s->pos = end;
-		size_t n = s->dir == OP_SET ? w->ntodo : w->nobj;
-		struct store_obj *arr = s->dir == OP_SET ? w->batch : w->objs;
-		if (!n) { /* every object of the chunk exists already */
-			stream_done(f, arr, 0);
+		if (!w->nmove) { /* every object of the chunk exists already */
+			stream_done(f, w->objs, 0);
 			continue;
 		}
-		*objs = arr;
-		return n;
+		*objs = w->objs;
+		return w->nmove;
 	}
 }
 

@@ -4,7 +4,7 @@
  * slots reserved at registration.
  */
 #define _GNU_SOURCE
-#include "store/store_internal.h"
+#include "store/store_work.h"
 #include "util/util.h"
 
 #include <hicache/mem.h>
@@ -14,11 +14,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* A chunk's bounce room: */
+#define CHUNK_BOUNCE_BYTES (64u << 20)
+#define CHUNK_MIN_OBJS 32                    /* the default io_depth's worth ... */
+#define CHUNK_BOUNCE_MAX ((size_t)512 << 20) /* ... unless pages are huge */
+
 void work_free(struct work *w)
 {
 	if (!w)
 		return;
-	free(w->names);
 	free(w->trailers);
 	free(w->discard);
 	hc_mem_free(w->bounce_mem);
@@ -37,11 +41,9 @@ struct work *work_get(struct hc_store *st)
 	w = util_fault_calloc(1, sizeof(*w));
 	if (!w)
 		return NULL;
-	w->names = util_fault_malloc(CHUNK_OBJS * sizeof(*w->names));
-	if (!w->names ||
-	    posix_memalign((void **)&w->trailers, FORMAT_BLOCK,
-			   (size_t)CHUNK_OBJS * FORMAT_BLOCK) ||
-	    posix_memalign((void **)&w->discard, FORMAT_BLOCK, FORMAT_BLOCK)) {
+	if (posix_memalign((void **)&w->trailers, FORMAT_BLOCK_MAX,
+			   (size_t)CHUNK_OBJS * FORMAT_BLOCK_MAX) ||
+	    posix_memalign((void **)&w->discard, FORMAT_BLOCK_MAX, FORMAT_BLOCK_MAX)) {
 		work_free(w);
 		return NULL;
 	}
@@ -103,4 +105,24 @@ int bounce_reserve(struct hc_store *st, struct store_ctx *c)
 	while (n-- > 0)
 		work_put(st, w[n]);
 	return rc;
+}
+
+/* How many entries from `from` fit one chunk (objects and bounce bytes). */
+size_t store_chunk_end(const struct entry *e, size_t from, size_t n, size_t *bounce_bytes)
+{
+	size_t objs = 0, bytes = 0, i = from;
+	for (; i < n; i++) {
+		size_t o = e[i].ctx->nobj, b = e[i].ctx->slot_bytes;
+		/* Never cut a chunk below CHUNK_MIN_OBJS objects for want of bounce
+		 * room: that would split one io_depth batch into two submissions
+		 * (2 MiB pages: 31 + 1) with a full wait between them. */
+		bool room = bytes + b <= CHUNK_BOUNCE_BYTES ||
+			    (objs < CHUNK_MIN_OBJS && bytes + b <= CHUNK_BOUNCE_MAX);
+		if (i > from && (objs + o > CHUNK_OBJS || !room))
+			break;
+		objs += o;
+		bytes += b;
+	}
+	*bounce_bytes = bytes;
+	return i;
 }

@@ -5,7 +5,11 @@
  * statistics.
  */
 #define _GNU_SOURCE
-#include "store/store_internal.h"
+#include "store/names.h"
+#include "store/store_object.h"
+#include "store/store_stats.h"
+#include "store/store_work.h"
+#include "store/store_xfer.h"
 #include "util/util.h"
 
 #include <hicache/store.h>
@@ -14,9 +18,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#define CHUNK_BOUNCE_BYTES (64u << 20)
-#define CHUNK_MIN_OBJS 32                    /* the default io_depth's worth ... */
-#define CHUNK_BOUNCE_MAX ((size_t)512 << 20) /* ... unless pages are huge */
 /* A set looks an object up before writing it only from this size on.
  * Every backend's put refuses to replace an object (-EEXIST, untouched),
  * so the lookup only saves the transfer of one that exists; for a small
@@ -206,26 +207,6 @@ static void set_result(struct entry *e, int rc)
 		*e->result = rc;
 }
 
-/* How many entries from `from` fit one chunk (objects and bounce bytes). */
-size_t store_chunk_end(const struct entry *e, size_t from, size_t n, size_t *bounce_bytes)
-{
-	size_t objs = 0, bytes = 0, i = from;
-	for (; i < n; i++) {
-		size_t o = e[i].ctx->nobj, b = e[i].ctx->slot_bytes;
-		/* Never cut a chunk below CHUNK_MIN_OBJS objects for want of bounce
-		 * room: that would split one io_depth batch into two submissions
-		 * (2 MiB pages: 31 + 1) with a full wait between them. */
-		bool room = bytes + b <= CHUNK_BOUNCE_BYTES ||
-			    (objs < CHUNK_MIN_OBJS && bytes + b <= CHUNK_BOUNCE_MAX);
-		if (i > from && (objs + o > CHUNK_OBJS || !room))
-			break;
-		objs += o;
-		bytes += b;
-	}
-	*bounce_bytes = bytes;
-	return i;
-}
-
 /* Names the chunk's objects into w; *nobj gets their count. A name that
  * does not fit fails the chunk: registration makes that impossible, and
  * a stale name would move this page's bytes under another page's. Then
@@ -237,13 +218,14 @@ static int chunk_begin(struct hc_store *st, struct work *w, const struct entry *
 	for (size_t i = from; i < to; i++) {
 		const struct store_ctx *c = e[i].ctx;
 		for (unsigned o = 0; o < c->nobj; o++, k++) {
-			int rc = store_object_name(c, e[i].key, e[i].name, o, w->names[k]);
+			struct work_obj *wo = &w->item[k];
+			int rc = store_object_name(c, e[i].key, e[i].name, o, wo->name);
 			if (rc)
 				return rc;
-			w->objs[k] = (struct store_obj){
-				.name = w->names[k],
-				.route = hc_key_route_hash(w->names[k]),
-				.iov = w->iov[k],
+			wo->so = (struct store_obj){
+				.name = wo->name,
+				.route = hc_key_route_hash(wo->name),
+				.iov = wo->iov,
 				.len = c->obj[o].len,
 				.result = -ENOENT,
 			};
@@ -253,14 +235,17 @@ static int chunk_begin(struct hc_store *st, struct work *w, const struct entry *
 	return work_bounce(st, w, bounce_bytes);
 }
 
-/* Whether a set of this object looks it up first (see SET_LOOKUP_PAYS). */
-static bool set_looks_up(struct hc_store *st, uint64_t len)
+/* Whether a set of this object looks it up first (see SET_LOOKUP_PAYS),
+ * with `pending` lookups already decided whose outcome is not known yet:
+ * counted as misses, so a chunk of new pages decided at once makes no
+ * more lookups than one decided object by object would. */
+static bool set_looks_up(struct hc_store *st, uint64_t len, uint32_t pending)
 {
 	if (len < SET_LOOKUP_MIN_BYTES)
 		return false;
 	uint32_t recent = atomic_load_explicit(&st->set_recent, memory_order_relaxed);
 	uint32_t existed = atomic_load_explicit(&st->set_existed, memory_order_relaxed);
-	return (uint64_t)existed * SET_LOOKUP_PAYS >= recent;
+	return (uint64_t)existed * SET_LOOKUP_PAYS >= (uint64_t)recent + pending;
 }
 
 /* One set of an object of SET_LOOKUP_MIN_BYTES or more, and whether it
@@ -303,25 +288,13 @@ static void set_lookup_first(struct hc_store *st, struct store_obj **objs, size_
 		set_note_existing(st, found[i]);
 }
 
-/* store_obj.prepare of a set, before the object is written. Objects
- * are immutable, so one that exists is not rewritten: the lookup and the
- * image are made here, one object at a time, while the objects before it
- * are already on their way to the disk. */
+/* store_obj.prepare of a set, before the object is written: its image is
+ * made here, one object at a time, while the objects before it are
+ * already on their way to the disk. (An object the backend finds existing
+ * first, look_first, never gets here.) */
 static int set_prepare(void *arg)
 {
-	struct obj_job *j = arg;
-	if (set_looks_up(j->st, j->obj->len)) {
-		struct store_obj *obj = j->obj;
-		bool found;
-		set_lookup_first(j->st, &obj, 1, &found);
-		j->looked_up = true;
-		stat_add(j->e->ctx, j->st, STAT(set_lookups), 1);
-		if (found) {
-			j->existed = true;
-			return -EEXIST;
-		}
-	}
-	store_build_image(j);
+	store_build_image(arg);
 	return 0;
 }
 
@@ -346,7 +319,7 @@ static bool set_failure_worth_lookup(int err)
 }
 
 /* The images and the objects to write of entries [from, to) into w:
- * w->batch[0..w->ntodo). */
+ * w->objs[0..w->nmove). */
 int store_set_chunk_build(struct hc_store *st, struct work *w, struct entry *e, size_t from,
 			  size_t to, size_t bounce_bytes)
 {
@@ -364,22 +337,23 @@ int store_set_chunk_build(struct hc_store *st, struct work *w, struct entry *e, 
 		bool found[CHUNK_OBJS];
 		size_t nbig = 0;
 		for (size_t b = 0; b < nobj; b++)
-			if ((looked[b] = set_looks_up(st, w->objs[b].len)))
-				big[nbig++] = &w->objs[b];
+			if ((looked[b] = set_looks_up(st, w->item[b].so.len, 0)))
+				big[nbig++] = &w->item[b].so;
 		set_lookup_first(st, big, nbig, found);
 		for (size_t b = 0; b < nbig; b++)
 			big[b]->result = found[b] ? 0 : -ENOENT;
 	}
-	struct store_obj **todo = w->todo;
-	size_t ntodo = 0, k = 0, slot_off = 0;
+	size_t nmove = 0, k = 0, slot_off = 0;
+	uint32_t pending = 0; /* look_first decided in this chunk */
 	for (size_t i = from; i < to; i++) {
 		struct store_ctx *c = e[i].ctx;
 		struct hc_segment segs[STORE_MAX_OBJS];
 		uint8_t *slot = store_entry_page(&e[i], w, &slot_off, segs);
 		for (unsigned o = 0; o < c->nobj; o++, k++) {
-			struct store_obj *obj = &w->objs[k];
-			struct obj_job *j = &w->jobs[k];
+			struct store_obj *obj = &w->item[k].so;
+			struct obj_job *j = &w->item[k].job;
 			store_obj_job_init(st, w, &e[i], o, k, slot, segs, store_zero_block);
+			j->at = SIZE_MAX;
 			if (looked[k]) {
 				j->looked_up = true;
 				stat_add(c, st, STAT(set_lookups), 1);
@@ -391,42 +365,50 @@ int store_set_chunk_build(struct hc_store *st, struct work *w, struct entry *e, 
 			if (hooks) {
 				obj->prepare = set_prepare;
 				obj->hook_arg = j;
+				/* Whether to look it up is decided now, for
+				 * the backend to do before it prepares it. */
+				if ((obj->look_first = set_looks_up(st, obj->len, pending))) {
+					pending++;
+					j->looked_up = true;
+					stat_add(c, st, STAT(set_lookups), 1);
+				}
 			} else {
 				store_build_image(j);
 			}
-			todo[ntodo++] = obj;
+			/* The backend takes a contiguous array: the ones to
+			 * write, in order. */
+			j->at = nmove;
+			w->objs[nmove++] = *obj;
 		}
 	}
-	/* The backend takes a contiguous array: compact the ones to write. */
-	for (size_t j = 0; j < ntodo; j++)
-		w->batch[j] = *todo[j];
-	w->ntodo = ntodo;
+	w->nobj = nobj;
+	w->nmove = nmove;
 	return 0;
 }
 
-/* After the put of w->batch: the pages' results and statistics. */
+/* After the put of w->objs: the pages' results and statistics. */
 void store_set_chunk_finish(struct hc_store *st, struct work *w, struct entry *e)
 {
-	struct store_obj **todo = w->todo;
-	size_t ntodo = w->ntodo, from = w->from, to = w->to, k;
-	for (size_t j = 0; j < ntodo; j++) {
-		int r = todo[j]->result = w->batch[j].result;
-		/* Written without a lookup: whether one would have paid. */
-		const struct obj_job *job = &w->jobs[todo[j] - w->objs];
-		if (todo[j]->len >= SET_LOOKUP_MIN_BYTES && !job->looked_up &&
-		    (r == 0 || r == -EEXIST))
-			set_note_existing(st, r == -EEXIST);
-	}
-	/* A small object written without a lookup that failed may exist all
-	 * the same (a read-only store, a full disk): that is no failure. */
+	size_t from = w->from, to = w->to, k;
 	struct store_obj *failed[CHUNK_OBJS];
 	bool found[CHUNK_OBJS];
 	size_t nfailed = 0;
-	for (size_t j = 0; j < ntodo; j++) {
-		int r = todo[j]->result;
-		if (r && r != -EEXIST && todo[j]->len < SET_LOOKUP_MIN_BYTES &&
-		    set_failure_worth_lookup(r))
-			failed[nfailed++] = todo[j];
+	for (k = 0; k < w->nobj; k++) {
+		struct work_obj *wo = &w->item[k];
+		if (wo->job.at == SIZE_MAX)
+			continue; /* not written */
+		int r = wo->so.result = w->objs[wo->job.at].result;
+		/* Looked up by the backend (look_first), or written without
+		 * a lookup: whether one pays. A chunk-wide lookup (no hooks)
+		 * was counted when it was made. */
+		if (wo->so.len >= SET_LOOKUP_MIN_BYTES &&
+		    (wo->so.look_first || !wo->job.looked_up) && (r == 0 || r == -EEXIST))
+			set_note_existing(st, r == -EEXIST);
+		/* An object written without a lookup that failed may exist
+		 * all the same (a read-only store, a full disk): that is no
+		 * failure. */
+		if (r && r != -EEXIST && !wo->job.looked_up && set_failure_worth_lookup(r))
+			failed[nfailed++] = &wo->so;
 	}
 	set_lookup(st, failed, nfailed, found);
 	for (size_t j = 0; j < nfailed; j++)
@@ -440,8 +422,8 @@ void store_set_chunk_finish(struct hc_store *st, struct work *w, struct entry *e
 		bool wrote = false, all_existed = true;
 		uint64_t bytes = 0;
 		for (unsigned o = 0; o < c->nobj; o++, k++) {
-			int r = w->objs[k].result;
-			if (w->jobs[k].existed || r == -EEXIST)
+			int r = w->item[k].so.result;
+			if (w->item[k].job.existed || r == -EEXIST)
 				continue;
 			all_existed = false;
 			if (r == 0) {
@@ -464,7 +446,7 @@ void store_set_chunk_finish(struct hc_store *st, struct work *w, struct entry *e
 	}
 }
 
-/* The objects of entries [from, to) into w->objs[0..w->nobj), each
+/* The objects of entries [from, to) into w->objs[0..w->nmove), each
  * checked by its arrived hook (backends with hooks) or by the finish. */
 int store_get_chunk_build(struct hc_store *st, struct work *w, struct entry *e, size_t from,
 			  size_t to, size_t bounce_bytes)
@@ -480,20 +462,26 @@ int store_get_chunk_build(struct hc_store *st, struct work *w, struct entry *e, 
 		struct hc_segment segs[STORE_MAX_OBJS];
 		uint8_t *slot = store_entry_page(&e[i], w, &slot_off, segs);
 		for (unsigned o = 0; o < c->nobj; o++, k++) {
-			struct store_obj *obj = &w->objs[k];
-			struct obj_job *j = &w->jobs[k];
+			struct store_obj *obj = &w->item[k].so;
+			struct obj_job *j = &w->item[k].job;
 			store_obj_job_init(st, w, &e[i], o, k, slot, segs, w->discard);
 			if (hooks) {
 				obj->arrived = store_get_arrived;
 				obj->hook_arg = j;
 			}
+			j->at = k;
+			w->objs[k] = *obj;
 		}
 	}
 	w->nobj = nobj;
+	w->nmove = nobj;
 	return 0;
 }
 
-/* After the get of w->objs: checks left, results, statistics, healing. */
+/* After the get of w->objs: checks left, results, statistics, healing. A
+ * page is a hit only once every object of it passed its check, here or in
+ * its arrived hook (j->checked): a hook that has not run leaves its
+ * check to this loop. */
 void store_get_chunk_finish(struct hc_store *st, struct work *w, struct entry *e)
 {
 	size_t from = w->from, to = w->to, k;
@@ -507,7 +495,7 @@ void store_get_chunk_finish(struct hc_store *st, struct work *w, struct entry *e
 		struct store_ctx *c = e[i].ctx;
 		int page_rc = 0;
 		for (unsigned o = 0; o < c->nobj; o++, k++) {
-			struct obj_job *j = &w->jobs[k];
+			struct obj_job *j = &w->item[k].job;
 			int r = w->objs[k].result;
 			if (r == -ENODATA || r == -EFBIG)
 				r = -EBADMSG; /* wrong size: not an object of this geometry */

@@ -87,6 +87,11 @@ static const struct config_key config_table[] = {
 	/* store: L3 */
 	{"verify_checksum", HC_CONFIG_BOOL, "HICACHE_VERIFY_CHECKSUM", "true", 0, 0, NULL,
 	 "check the XXH3 checksum of every object read (the trailer is always checked)"},
+	/* Names objects: every instance sharing a store must set it alike. */
+	{"kv_one_object_max_bytes", HC_CONFIG_INT, "HICACHE_KV_ONE_OBJECT_MAX_BYTES", "0", 0,
+	 1073741824, NULL,
+	 "page_first(_direct) MHA KV pages of at most this many bytes are stored as one object, "
+	 "not _k and _v (0 = never; changes names: set it alike on every instance of a store)"},
 	/* store/file: the file backend */
 	{"dirs", HC_CONFIG_LIST, "HICACHE_STORAGE_DIR", "", 0, 0, NULL,
 	 "file backend base directories (pages spread over them by hash)"},
@@ -98,6 +103,9 @@ static const struct config_key config_table[] = {
 	 "pages per io_uring submission / in flight on the thread engine"},
 	{"io_threads", HC_CONFIG_INT, "HICACHE_IO_THREADS", "8", 1, 256, NULL,
 	 "worker threads of the thread engine"},
+	{"object_block", HC_CONFIG_INT, "HICACHE_OBJECT_BLOCK", "0", 0, 4096, NULL,
+	 "object padding and trailer block in bytes: 512, 1024, 2048 or 4096; 0 = the file "
+	 "system's direct-I/O alignment (file backend), 512 (others)"},
 	/* At most 1.8e10: the store converts GB * 1e9 to a 64-bit byte count. */
 	{"capacity_gb", HC_CONFIG_NUMBER, "HICACHE_L3_CAPACITY_GB", "0", 0, 1.8e10, NULL,
 	 "file backend capacity in GB; the cleaner deletes the oldest pages above it (0 = none)"},

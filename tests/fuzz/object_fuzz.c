@@ -25,6 +25,9 @@
 
 static char dir[64];
 static char obj_path[256];
+/* A name with the shape of a page object: 64 hex digits, a suffix. */
+static const char name[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+			   "_fuzz_1_0";
 
 static void cleanup(void)
 {
@@ -44,9 +47,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(dir, sizeof(dir), "/tmp/hc-fuzz-object-XXXXXX");
 	if (!mkdtemp(dir))
 		abort();
-	/* A name with the shape of a page object: 64 hex digits, a suffix. */
-	const char *name = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
-			   "_fuzz_1_0";
 	char bucket[3];
 	hc_key_bucket_hex(hc_key_route_hash(name), bucket);
 	char b[128];
@@ -61,26 +61,25 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 /* The get-side check of a whole object in memory. */
 static bool object_valid(const uint8_t *data, size_t size)
 {
-	if (size < FORMAT_BLOCK || size % FORMAT_BLOCK)
+	if (size < FORMAT_BLOCK_MIN || size % FORMAT_BLOCK_MIN)
 		return false;
 	struct store_trailer t;
-	if (format_trailer_read(data + size - FORMAT_BLOCK, &t))
+	if (format_trailer_read(data + size - FORMAT_TRAILER_BYTES, &t))
 		return false;
-	if (format_object_len(t.payload_len) != size)
+	if (!format_block_of(t.payload_len, size) || t.name_hash != format_name_hash(name))
 		return false;
-	/* A non-empty payload must carry its checksum, as reads require. */
-	return !t.payload_len || (t.checksum && util_checksum(data, t.payload_len) == t.checksum);
+	return util_checksum(data, t.payload_len) == t.checksum;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	/* The trailer block alone, padded: any short input is a trailer. */
-	uint8_t block[FORMAT_BLOCK] = {0};
-	memcpy(block, data, size < FORMAT_BLOCK ? size : FORMAT_BLOCK);
+	/* The trailer alone, padded: any short input is a trailer. */
+	uint8_t tail[FORMAT_TRAILER_BYTES] = {0};
+	memcpy(tail, data, size < sizeof(tail) ? size : sizeof(tail));
 	struct store_trailer t;
-	if (format_trailer_read(block, &t) == 0)
-		(void)format_object_len(t.payload_len);
+	if (format_trailer_read(tail, &t) == 0)
+		(void)format_block_of(t.payload_len, size);
 	bool valid = object_valid(data, size);
 
 	int fd = open(obj_path, O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0600);
@@ -93,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		off += (size_t)n;
 	}
-	int check = format_check_fd(fd, size, &t);
+	int check = format_check_fd(fd, size, name, &t);
 	close(fd);
 	if (check != 0 && check != -EBADMSG)
 		abort();

@@ -5,7 +5,7 @@
  * exists is not uploaded again. */
 #include "s3_test.h"
 
-#include "store/store_internal.h"
+#include "store/store_types.h"
 
 enum { KV_ID = 1 };
 
@@ -32,7 +32,7 @@ static void test_corrupt_and_short(void **state)
 	assert_int_equal(hc_store_pool_info(st, "kv", &info), 0);
 	assert_false(info.zero_copy);
 	assert_int_equal(info.objects, 2);
-	size_t len = st_obj_len(hc_pool_page_bytes(pool) / 2);
+	size_t len = st_obj_len(st, hc_pool_page_bytes(pool) / 2);
 
 	/* Page 1: same size, garbage (no valid trailer). Page 2: half of it. */
 	uint8_t *junk = malloc(len);
@@ -134,7 +134,7 @@ static void test_heal_rechecks(void **state)
 	char name[HC_NAME_MAX], k[1024];
 	assert_true(hc_key_name(&keys[0], ST_SUFFIX, "_k", name, sizeof(name)) > 0);
 	s3t_key("healcheck/", &keys[0], ST_SUFFIX, "_k", k, sizeof(k));
-	size_t len = st_obj_len(hc_pool_page_bytes(pool) / 2);
+	size_t len = st_obj_len(st, hc_pool_page_bytes(pool) / 2);
 	struct store_obj o = {.name = name, .route = hc_key_route_hash(name), .len = len};
 
 	assert_int_equal(st->ops->remove(st->be, &o, 1), 0);

@@ -213,7 +213,7 @@ static void test_capacity(void **state)
 	struct hc_store_pool_info info;
 	assert_int_equal(hc_store_pool_info(st, "kv", &info), 0);
 	assert_true(info.zero_copy);
-	uint64_t page_disk = 2 * (pb / 2 + 4096);
+	uint64_t page_disk = 2 * (pb / 2 + hc_store_object_block(st));
 	/* 2.5 x the cap. */
 	struct written w = {.batch = BATCH, .key_base = 1000};
 	w.batches = (unsigned)(CAP_BYTES * 5 / 2 / (page_disk * BATCH)) + 1;
@@ -433,7 +433,7 @@ static void test_gc_and_ls(void **state)
 	struct written w = {.batch = 8, .batches = 20, .key_base = 300000};
 	write_batches(st, pool, &w, 0, w.batches, scratch);
 	int64_t t1 = realtime_ns() + 1000000000ll;
-	uint64_t page_disk = 2 * (pb / 2 + 4096);
+	uint64_t page_disk = 2 * (pb / 2 + hc_store_object_block(st));
 	uint64_t npages = (uint64_t)w.batch * w.batches;
 
 	/* A temp file and a foreign file are no pages, and gc leaves them. */

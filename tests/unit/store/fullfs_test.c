@@ -121,8 +121,9 @@ static void test_fill(void **state)
 	assert_true(batches < MAX_BATCHES); /* it did fill up */
 	assert_true(failed > 0);
 	/* The fs holds about FS_MB MiB; most of it went to pages. */
-	size_t obj = info.zero_copy ? 2 * (hc_pool_page_bytes(f->pool) / 2 + 4096)
-				    : hc_pool_page_bytes(f->pool) + 4096;
+	size_t block = hc_store_object_block(f->st);
+	size_t obj = info.zero_copy ? 2 * (hc_pool_page_bytes(f->pool) / 2 + block)
+				    : hc_pool_page_bytes(f->pool) + block;
 	assert_true(stored * obj > (uint64_t)FS_MB * 1048576 / 2);
 
 	struct hc_store_stats s;

@@ -8,13 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define PAGE_BYTES 8192 /* object: 8192 payload + 4096 trailer block */
-#define OBJ_BYTES (PAGE_BYTES + 4096)
+#define PAGE_BYTES 8192 /* object: 8192 payload + a 512-byte trailer block */
+#define OBJ_BYTES (PAGE_BYTES + 512)
 
 static struct hc_store *open_mem(uint64_t cap, struct hc_pool *pool)
 {
 	char json[96];
-	snprintf(json, sizeof(json), "{\"mem_capacity_bytes\": %llu}", (unsigned long long)cap);
+	snprintf(json, sizeof(json), "{\"mem_capacity_bytes\": %llu, \"object_block\": 512}",
+		 (unsigned long long)cap);
 	struct hc_config *cfg;
 	assert_int_equal(hc_config_create(json, &cfg), 0);
 	struct hc_store_opts o;

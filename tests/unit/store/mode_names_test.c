@@ -107,7 +107,7 @@ static void check_modes(struct hc_store *z, struct hc_store *b, const char *pool
 	assert_int_equal(ib.objects, objects);
 	assert_int_equal(iz.slot_bytes, 0);
 	if (!b_zero_copy)
-		assert_true(ib.slot_bytes >= iz.page_bytes + objects * 4096);
+		assert_true(ib.slot_bytes >= iz.page_bytes + objects * hc_store_object_block(b));
 }
 
 /* Zero-copy and forced-bounce stores over one dir (or, dir NULL, one mem

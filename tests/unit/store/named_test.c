@@ -65,7 +65,7 @@ static void v1_named(bool file, bool bounce)
 		for (size_t i = 0; i < NG; i++) {
 			/* page_first: "_k" and "_v" of 4096, bounced or not. */
 			name_path(dir, good[i], ST_SUFFIX, "_k", path);
-			st_assert_file(path, st_obj_len(4096));
+			st_assert_file(path, st_obj_len(st, 4096));
 		}
 	}
 	/* A missing name misses; the leading count stops there. */
@@ -199,9 +199,9 @@ static void test_v2_names(void **state)
 	/* The names' swa objects and the keys' are different pages. */
 	char path[PATH_MAX];
 	name_path(dir, good[0], ST_SUFFIX, "_swa", path);
-	st_assert_file(path, st_obj_len(5000));
+	st_assert_file(path, st_obj_len(st, 5000));
 	st_obj_path(dir, &keys[0], ST_SUFFIX, "_swa", path);
-	st_assert_file(path, st_obj_len(5000));
+	st_assert_file(path, st_obj_len(st, 5000));
 	/* The exists query over names. */
 	struct hc_pool_transfer e = {"swa", NULL, 1, NULL, HC_HIT_TRAILING_PAGES, NULL, NULL};
 	uint64_t hits, ends[NG];

@@ -5,7 +5,7 @@
  * produce such a name, so transfers never meet one. */
 #include "store_test.h"
 
-#include "store/store_internal.h"
+#include "store/names.h"
 
 static void fill_ctx(struct store_ctx *c, const char *suffix, const char *component)
 {

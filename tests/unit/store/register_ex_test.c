@@ -85,7 +85,7 @@ static void test_sharing(void **state)
 		st_obj_path(dir, &mkeys[i], ST_SUFFIX_MLA, "_mamba_temporal", path);
 		st_assert_file(path, -1);
 		st_obj_path(dir, &keys[i], "_" ST_MODEL_SAN "_1_2", "_mla2", path);
-		st_assert_file(path, st_obj_len(hc_pool_page_bytes(mla)));
+		st_assert_file(path, st_obj_len(r1, hc_pool_page_bytes(mla)));
 	}
 	hc_store_close(r1);
 
@@ -102,11 +102,11 @@ static void test_sharing(void **state)
 	put(r0, "mha", mha, KV_ID, keys);
 	for (int i = 0; i < NP; i++) {
 		st_obj_path(dir, &keys[i], ST_SUFFIX_MLA, "", path);
-		st_assert_file(path, st_obj_len(hc_pool_page_bytes(mla)));
+		st_assert_file(path, st_obj_len(r0, hc_pool_page_bytes(mla)));
 		st_obj_path(dir, &mkeys[i], ST_SUFFIX_MLA, "_mamba_temporal", path);
-		st_assert_file(path, st_obj_len(100));
+		st_assert_file(path, st_obj_len(r0, 100));
 		st_obj_path(dir, &keys[i], "_" ST_MODEL_SAN "_0_2", "_mha", path);
-		st_assert_file(path, st_obj_len(hc_pool_page_bytes(mha)));
+		st_assert_file(path, st_obj_len(r0, hc_pool_page_bytes(mha)));
 	}
 	hc_store_close(r0);
 
@@ -184,7 +184,7 @@ static void test_suffix(void **state)
 		st_fill(kv, w[i], KV_ID, (uint64_t)i);
 	assert_int_equal(hc_store_set(st, keys, NP, w, NULL), 0);
 	st_obj_path(dir, &keys[0], "_" ST_MODEL_SAN "_0_1_2_1", "", path);
-	st_assert_file(path, st_obj_len(hc_pool_page_bytes(kv)));
+	st_assert_file(path, st_obj_len(st, hc_pool_page_bytes(kv)));
 	st_obj_path(dir, &keys[0], ST_SUFFIX, "", path);
 	st_assert_file(path, -1);
 	/* A pool whose names would be another pool's is refused, also
@@ -220,7 +220,7 @@ static void test_force_bounce(void **state)
 	/* Bounced or not, a page_first page is its K and V objects. */
 	assert_false(ia.zero_copy);
 	assert_int_equal(ia.objects, 2);
-	assert_int_equal(ia.slot_bytes, 2 * st_obj_len(4096));
+	assert_int_equal(ia.slot_bytes, 2 * st_obj_len(st, 4096));
 	assert_true(ib.zero_copy);
 	assert_int_equal(ib.objects, 2);
 	/* NULL reg: not the anchor. */

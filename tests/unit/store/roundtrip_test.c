@@ -122,9 +122,9 @@ static void kv_round_trip(const struct kv_case *kc, const char *dir)
 	if (zero_copy) {
 		assert_int_equal(info.slot_bytes, 0);
 	} else {
-		assert_int_equal(info.slot_bytes % 4096, 0);
-		assert_int_equal(info.slot_bytes,
-				 split ? objects * st_obj_len(seg) : st_obj_len(page_bytes));
+		assert_int_equal(info.slot_bytes % hc_store_object_block(st), 0);
+		assert_int_equal(info.slot_bytes, split ? objects * st_obj_len(st, seg)
+							: st_obj_len(st, page_bytes));
 	}
 
 	/* Write logical pages 0..7 from slots 3, 4, ..., 10. */
@@ -185,11 +185,12 @@ static void kv_round_trip(const struct kv_case *kc, const char *dir)
 		for (int p = 0; p < NPAGES; p++) {
 			char path[PATH_MAX];
 			st_obj_path(dir, &keys[p], suffix, "_k", path);
-			st_assert_file(path, split ? (long long)st_obj_len(seg) : -1);
+			st_assert_file(path, split ? (long long)st_obj_len(st, seg) : -1);
 			st_obj_path(dir, &keys[p], suffix, "_v", path);
-			st_assert_file(path, split && !kc->mla ? (long long)st_obj_len(seg) : -1);
+			st_assert_file(path,
+				       split && !kc->mla ? (long long)st_obj_len(st, seg) : -1);
 			st_obj_path(dir, &keys[p], suffix, "", path);
-			st_assert_file(path, split ? -1 : (long long)st_obj_len(page_bytes));
+			st_assert_file(path, split ? -1 : (long long)st_obj_len(st, page_bytes));
 			/* The other suffix names nothing. */
 			st_obj_path(dir, &keys[p], kc->mla ? ST_SUFFIX : ST_SUFFIX_MLA,
 				    split ? "_k" : "", path);
@@ -315,9 +316,9 @@ static void check_info(struct hc_store *st, const struct side_expect *x)
 	/* A bounce slot holds each object's image, back to back. */
 	size_t images = 0;
 	for (unsigned o = 0; o < x->nobj; o++)
-		images += st_obj_len(x->payload[o]);
+		images += st_obj_len(st, x->payload[o]);
 	assert_int_equal(info.slot_bytes, x->zero_copy ? 0 : images);
-	assert_int_equal(info.slot_bytes % 4096, 0);
+	assert_int_equal(info.slot_bytes % hc_store_object_block(st), 0);
 }
 
 #define SIDE_PAGES 6
@@ -417,7 +418,7 @@ static void side_round_trip(const struct side_case *sc, const char *dir)
 				for (unsigned o = 0; o < x[i].nobj; o++) {
 					char path[PATH_MAX];
 					st_obj_path(dir, &keys[p], ST_SUFFIX, x[i].comp[o], path);
-					st_assert_file(path, st_obj_len(x[i].payload[o]));
+					st_assert_file(path, st_obj_len(st, x[i].payload[o]));
 				}
 			total += SIDE_PAGES * x[i].nobj;
 		}
@@ -483,10 +484,10 @@ static void test_other_mamba_name(void **state)
 	static const size_t lens[] = {4096, 4096, 12288};
 	for (int i = 0; i < 3; i++) {
 		st_obj_path(dir, &key, ST_SUFFIX, comps[i], path);
-		st_assert_file(path, st_obj_len(lens[i]));
+		st_assert_file(path, st_obj_len(st, lens[i]));
 	}
 	st_obj_path(dir, &key, ST_SUFFIX, "_ssm1", path);
-	st_assert_file(path, st_obj_len(8192));
+	st_assert_file(path, st_obj_len(st, 8192));
 	assert_int_equal(st_count(dir).files, 4);
 	uint64_t back = 3;
 	t[0].pages = t[1].pages = &back;
@@ -535,7 +536,7 @@ static void test_tp_ranks(void **state)
 	char path[PATH_MAX];
 	for (int i = 0; i < 2; i++) {
 		st_obj_path(dir, &keys[i], "_" ST_MODEL_SAN, "_k", path);
-		st_assert_file(path, st_obj_len(4096));
+		st_assert_file(path, st_obj_len(r0, 4096));
 	}
 	assert_int_equal(st_count(dir).files, 2);
 	assert_int_equal(hc_store_exists(r1, keys, 2), 2);
@@ -555,9 +556,9 @@ static void test_tp_ranks(void **state)
 	st_fill(p1, 0, KV_ID, 0);
 	assert_int_equal(hc_store_set(r1, keys, 1, slots, NULL), 0);
 	st_obj_path(dir, &keys[0], "_" ST_MODEL_SAN "_1_2", "_k", path);
-	st_assert_file(path, st_obj_len(4096));
+	st_assert_file(path, st_obj_len(r1, 4096));
 	st_obj_path(dir, &keys[0], "_" ST_MODEL_SAN "_1_2", "_v", path);
-	st_assert_file(path, st_obj_len(4096));
+	st_assert_file(path, st_obj_len(r1, 4096));
 	assert_int_equal(st_count(dir).files, 4);
 	hc_store_close(r1);
 	hc_pool_destroy(p1);
@@ -603,9 +604,9 @@ static void test_multi_dir(void **state)
 	for (int i = 0; i < 32; i++) {
 		char path[PATH_MAX];
 		st_obj_path_in(dirs, 3, &keys[i], ST_SUFFIX, "_k", path);
-		st_assert_file(path, st_obj_len(4096));
+		st_assert_file(path, st_obj_len(st, 4096));
 		st_obj_path_in(dirs, 3, &keys[i], ST_SUFFIX, "_v", path);
-		st_assert_file(path, st_obj_len(4096));
+		st_assert_file(path, st_obj_len(st, 4096));
 	}
 	assert_int_equal(hc_store_get(st, keys, 32, back, NULL), 32);
 	for (uint64_t i = 0; i < 32; i++)

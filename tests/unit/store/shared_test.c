@@ -261,11 +261,11 @@ static void test_invalid_files(void **state)
 		back[i] = 10 + i;
 		rt_obj_path(f->dir, &keys[i], "_k", path[i], sizeof(path[i]));
 	}
-	size_t obj = 2 * 4096;         /* a 4 KiB payload and the trailer block */
-	plant(path[0], 0, 0);          /* zero-length */
-	plant(path[1], obj / 2, 0x5a); /* truncated */
-	plant(path[2], obj + 4096, 0); /* extended, no trailer */
-	plant(path[3], obj, 0x33);     /* the right size, a bad trailer */
+	size_t obj = 4096 + hc_store_object_block(st); /* a 4 KiB payload and the trailer block */
+	plant(path[0], 0, 0);                          /* zero-length */
+	plant(path[1], obj / 2, 0x5a);                 /* truncated */
+	plant(path[2], obj + 4096, 0);                 /* extended, no trailer */
+	plant(path[3], obj, 0x33);                     /* the right size, a bad trailer */
 	int fd = open(path[4], O_WRONLY | O_APPEND | O_CLOEXEC);
 	assert_true(fd >= 0);
 	static const uint8_t zeros[4096];

@@ -374,10 +374,11 @@ static inline long long st_file_size(const char *path)
 			fail_msg("%s: size %lld, expected %lld", (path), sz_, (long long)(size)); \
 	} while (0)
 
-/* Object bytes for a payload (docs/FORMAT.md). */
-static inline uint64_t st_obj_len(uint64_t payload)
+/* Object bytes for a payload in st (docs/FORMAT.md). */
+static inline uint64_t st_obj_len(const struct hc_store *st, uint64_t payload)
 {
-	return (payload + 4095) / 4096 * 4096 + 4096;
+	uint64_t b = hc_store_object_block(st);
+	return (payload + b - 1) / b * b + b;
 }
 
 struct st_count {

@@ -29,6 +29,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <xxhash.h>
 
 #define TOKENS 16
 #define NPAGES 8
@@ -282,30 +283,89 @@ static void test_heal_rechecks(void **state)
 	assert_int_equal(rt_count_temps(f->dir), 0);
 }
 
-static void test_zero_checksum(void **state)
+/* Rewrite the trailer of key id's "_k" object with edit applied (and its
+ * self-check made right again, as a deliberate writer would). */
+static void reseal(struct fx *f, uint64_t id, void (*edit)(struct store_trailer *))
 {
-	struct fx *f = *state;
-	struct hc_store *st = rt_open_ok(f->dir, CFG, false, f->pool);
-	set_keys(f, st, 0, 1);
 	char obj[PATH_MAX];
-	struct hc_key k = rt_key(0);
+	struct hc_key k = rt_key(id);
 	rt_obj_path(f->dir, &k, "_k", obj, sizeof(obj));
 	int fd = open(obj, O_RDWR | O_CLOEXEC);
 	assert_true(fd >= 0);
 	struct stat sb;
 	assert_int_equal(fstat(fd, &sb), 0);
-	static uint8_t block[FORMAT_BLOCK];
-	off_t at = sb.st_size - FORMAT_BLOCK;
-	assert_int_equal(pread(fd, block, FORMAT_BLOCK, at), FORMAT_BLOCK);
+	uint8_t block[FORMAT_BLOCK_MIN];
+	off_t at = sb.st_size - FORMAT_BLOCK_MIN;
+	assert_int_equal(pread(fd, block, sizeof(block), at), sizeof(block));
 	struct store_trailer t;
-	assert_int_equal(format_trailer_read(block, &t), 0);
-	t.checksum = 0; /* "not computed", on a non-empty payload */
-	format_trailer_write(block, &t);
-	assert_int_equal(pwrite(fd, block, FORMAT_BLOCK, at), FORMAT_BLOCK);
+	assert_int_equal(format_trailer_read(block + sizeof(block) - FORMAT_TRAILER_BYTES, &t), 0);
+	edit(&t);
+	format_trailer_write(block, sizeof(block), &t);
+	if (t.version != FORMAT_VERSION) { /* an old writer's trailer */
+		struct store_trailer *raw = (struct store_trailer *)(block + sizeof(block) -
+								     FORMAT_TRAILER_BYTES);
+		raw->version = t.version;
+		raw->self_check = XXH3_64bits(raw, offsetof(struct store_trailer, self_check));
+	}
+	assert_int_equal(pwrite(fd, block, sizeof(block), at), sizeof(block));
 	close(fd);
+}
+
+static void zero_sum(struct store_trailer *t)
+{
+	t->checksum = 0;
+}
+
+static void old_version(struct store_trailer *t)
+{
+	t->version = 1;
+}
+
+/* A checksum is always computed: 0 is a value like any other, so a
+ * non-empty payload sealed with 0 fails its check (read and fsck). */
+static void test_zero_checksum(void **state)
+{
+	struct fx *f = *state;
+	struct hc_store *st = rt_open_ok(f->dir, CFG, false, f->pool);
+	set_keys(f, st, 0, 2);
+	reseal(f, 0, zero_sum);
+	reseal(f, 1, old_version);
 	struct hc_fsck_report r = rt_fsck(f->dir, false);
-	assert_int_equal(r.corrupt, 1);
-	assert_int_equal(good_keys(f, st, 0, 1), 0);
+	assert_int_equal(r.corrupt, 2);
+	assert_int_equal(good_keys(f, st, 0, 2), 0);
+	hc_store_close(st);
+}
+
+/* A valid object copied or renamed under another page's name is not
+ * that page: its trailer's name hash says whose it is. */
+static void test_renamed_object(void **state)
+{
+	struct fx *f = *state;
+	struct hc_store *st = rt_open_ok(f->dir, CFG, false, f->pool);
+	set_keys(f, st, 0, 2);
+	static const char *const comps[] = {"_k", "_v"};
+	struct hc_key k0 = rt_key(0), k1 = rt_key(1), k2 = rt_key(2);
+	for (unsigned c = 0; c < 2; c++) {
+		char from[PATH_MAX], to[PATH_MAX], other[PATH_MAX], cmd[3 * PATH_MAX];
+		rt_obj_path(f->dir, &k0, comps[c], from, sizeof(from));
+		rt_obj_path(f->dir, &k2, comps[c], to, sizeof(to));
+		rt_obj_path(f->dir, &k1, comps[c], other, sizeof(other));
+		/* Key 2 was never set: a copy of key 0's objects under its
+		 * names. Key 1's objects are renamed over by key 0's. */
+		rt_pathf(cmd, sizeof(cmd), "cp '%s' '%s' && cp '%s' '%s'", from, to, from, other);
+		assert_int_equal(system(cmd), 0);
+	}
+	assert_int_equal(good_keys(f, st, 0, 1), 1);
+	uint64_t p = 0;
+	int res;
+	assert_int_equal(hc_store_get(st, &k2, 1, &p, &res), 0);
+	assert_int_equal(hc_store_get(st, &k1, 1, &p, &res), 0);
+	struct hc_fsck_report r = rt_fsck(f->dir, false);
+	assert_int_equal(r.ok, 2);
+	assert_int_equal(r.corrupt, 4);
+	/* A set of key 1 replaces what sits under its names. */
+	set_keys(f, st, 1, 1);
+	assert_int_equal(good_keys(f, st, 1, 1), 1);
 	hc_store_close(st);
 }
 
@@ -416,6 +476,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_symlinks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_heal_rechecks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_zero_checksum, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_renamed_object, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fsck_dirs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fsck_beside_gc, setup, teardown),
 	};

@@ -288,14 +288,14 @@ static void test_segments(void **state)
 			assert_int_equal(info.objects, 2);
 			if (anchor) {
 				st_obj_path(dir, &keys[0], ST_SUFFIX, "_k", path);
-				st_assert_file(path, st_obj_len(4096));
+				st_assert_file(path, st_obj_len(s1, 4096));
 				st_obj_path(dir, &keys[0], ST_SUFFIX, "_v", path);
-				st_assert_file(path, st_obj_len(8192));
+				st_assert_file(path, st_obj_len(s1, 8192));
 				/* v1 calls use it. */
 				assert_int_equal(hc_store_exists(s2, keys, NP), NP);
 			} else {
 				st_obj_path(dir, &keys[0], ST_SUFFIX, "_swa_k", path);
-				st_assert_file(path, st_obj_len(4096));
+				st_assert_file(path, st_obj_len(s1, 4096));
 			}
 			hc_store_close(s1);
 			hc_store_close(s2);

@@ -232,7 +232,7 @@ static int probe_direct(struct file_be *fb, size_t i, const void *buf, size_t le
 	}
 	if (rc)
 		return rc;
-	size_t align = FORMAT_BLOCK;
+	size_t align = FORMAT_BLOCK_MAX;
 	struct statx stx;
 	if (statx(fb->dirfds[i], final, 0, STATX_DIOALIGN, &stx) == 0 &&
 	    (stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_mem_align) {
@@ -242,6 +242,67 @@ static int probe_direct(struct file_be *fb, size_t i, const void *buf, size_t le
 	unlinkat(fb->dirfds[i], final, 0);
 	*align_out = align;
 	return 0;
+}
+
+/* The direct-I/O block statx reports for a regular file, or 0. */
+static size_t dio_block_of(int dirfd, const char *path, int flags)
+{
+	struct statx stx;
+	if (statx(dirfd, path, flags | AT_SYMLINK_NOFOLLOW, STATX_DIOALIGN, &stx) ||
+	    !(stx.stx_mask & STATX_DIOALIGN) || !S_ISREG(stx.stx_mode))
+		return 0;
+	return stx.stx_dio_offset_align;
+}
+
+/* The block of the first regular file in bucket b (a read-only store's
+ * objects), or 0. */
+static size_t any_file_block(int base, unsigned b)
+{
+	char bucket[3];
+	snprintf(bucket, sizeof(bucket), "%02x", b);
+	int fd = openat(base, bucket, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	size_t block = 0;
+	for (struct dirent *de; !block && (de = readdir(d));)
+		if (de->d_type == DT_REG || de->d_type == DT_UNKNOWN)
+			block = dio_block_of(dirfd(d), de->d_name, 0);
+	closedir(d);
+	return block;
+}
+
+/* The block direct I/O needs on base dir i's file system, whether or not
+ * this instance uses direct I/O: objects have the same size for every
+ * instance on it (exists compares sizes), a read-only one included.
+ * statx reports it for a regular file only: the cleaners' lease file when
+ * there is one, else a probe file, else (read-only) any file in a bucket.
+ * A file system that does not say gets
+ * FORMAT_BLOCK_MAX, right for any block size up to it. */
+static size_t fs_block(struct file_be *fb, size_t i)
+{
+	size_t block = dio_block_of(fb->dirfds[i], FILE_LEASE_NAME, 0);
+	if (!block) {
+		char probe[TMP_NAME_MAX];
+		snprintf(probe, sizeof(probe), "00/.probe.block.%016llx.%llu",
+			 (unsigned long long)fb->nonce,
+			 (unsigned long long)atomic_fetch_add(&fb->seq, 1));
+		int fd = openat(fb->dirfds[i], probe,
+				O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd >= 0) {
+			block = dio_block_of(fd, "", AT_EMPTY_PATH);
+			close(fd);
+			unlinkat(fb->dirfds[i], probe, 0);
+		}
+	}
+	for (unsigned b = 0; !block && b < 256; b++)
+		block = any_file_block(fb->dirfds[i], b);
+	if (block && block < FORMAT_BLOCK_MIN)
+		block = FORMAT_BLOCK_MIN;
+	return format_block_valid(block) ? block : FORMAT_BLOCK_MAX;
 }
 
 static void fall_back_to_buffered(struct file_be *fb, const char *why, int rc)
@@ -310,22 +371,27 @@ static int file_open(const struct hc_config *cfg, void **out)
 	if ((rc = io_engine_parse_kind(engine, &io.kind)) || (rc = io_engine_create(&io, &fb->io)))
 		goto fail;
 
+	fb->block = FORMAT_BLOCK_MIN;
+	for (size_t i = 0; i < ndirs; i++) {
+		size_t b = fs_block(fb, i);
+		fb->block = b > fb->block ? b : fb->block;
+	}
 	atomic_store(&fb->direct, direct);
 	atomic_store(&fb->align, (size_t)1);
 	if (direct) {
 		void *buf = NULL;
-		if (posix_memalign(&buf, FORMAT_BLOCK, FORMAT_BLOCK)) {
+		if (posix_memalign(&buf, FORMAT_BLOCK_MAX, FORMAT_BLOCK_MAX)) {
 			rc = -ENOMEM;
 			goto fail;
 		}
-		memset(buf, 0, FORMAT_BLOCK);
+		memset(buf, 0, FORMAT_BLOCK_MAX);
 		size_t align = 0;
 		for (size_t i = 0; i < ndirs && atomic_load(&fb->direct); i++) {
 			size_t a;
-			int prc = probe_direct(fb, i, buf, FORMAT_BLOCK, &a);
+			int prc = probe_direct(fb, i, buf, FORMAT_BLOCK_MAX, &a);
 			if (prc)
 				fall_back_to_buffered(fb, fb->dirs[i], prc);
-			else if (a > FORMAT_BLOCK)
+			else if (a > FORMAT_BLOCK_MAX)
 				fall_back_to_buffered(fb, "alignment above 4096", -EINVAL);
 			else if (a > align)
 				align = a;
@@ -354,6 +420,11 @@ fail:
 	return rc;
 }
 
+static size_t file_object_block(void *p)
+{
+	return ((struct file_be *)p)->block;
+}
+
 static size_t file_alignment(void *p)
 {
 	return atomic_load(&((struct file_be *)p)->align);
@@ -375,7 +446,7 @@ static int file_probe_memory(void *p, const void *addr, size_t len)
 	if (!atomic_load(&fb->direct))
 		return 0;
 	size_t align = atomic_load(&fb->align);
-	size_t probe_len = len < FORMAT_BLOCK ? len : FORMAT_BLOCK;
+	size_t probe_len = len < FORMAT_BLOCK_MAX ? len : FORMAT_BLOCK_MAX;
 	probe_len -= probe_len % align;
 	if (probe_len == 0 || (uintptr_t)addr % align)
 		return 0; /* the pool will not be zero-copy under O_DIRECT anyway */
@@ -396,6 +467,7 @@ const struct store_backend_ops store_file_ops = {
 	.open = file_open,
 	.close = file_close,
 	.alignment = file_alignment,
+	.object_block = file_object_block,
 	.probe_memory = file_probe_memory,
 	.direct = file_direct,
 	.engine = file_engine,

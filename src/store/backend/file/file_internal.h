@@ -32,6 +32,7 @@ struct file_be {
 	bool shared_group; /* l3_file_shared_group */
 	_Atomic bool direct;
 	_Atomic size_t align;
+	size_t block; /* object block: the file systems' direct-I/O block */
 	struct io_engine *io;
 	_Atomic uint64_t seq;
 	uint64_t nonce; /* this open's part of every temp name */

@@ -60,17 +60,33 @@ struct file_batch {
 	bool write;
 };
 
-/* A write's prepare, wrapped: whether the store refused the object itself
- * (it was found existing: nothing was built, nothing may be rewritten). */
+/* A write's prepare, wrapped: the object looked up first when the store
+ * asks (look_first), and whether it was refused before its write (found
+ * existing, or the store's prepare failed: nothing was built, nothing
+ * may be rewritten). */
 struct file_hook {
 	struct store_obj *o;
+	int dirfd;
+	const char *path;
 	bool refused;
 };
+
+/* Is an object of o's size under its name? */
+static bool file_present(const struct file_hook *h)
+{
+	struct stat sb;
+	return !fstatat(h->dirfd, h->path, &sb, AT_SYMLINK_NOFOLLOW) && S_ISREG(sb.st_mode) &&
+	       (uint64_t)sb.st_size == h->o->len;
+}
 
 static int file_prepare(void *arg)
 {
 	struct file_hook *h = arg;
-	int rc = h->o->prepare(h->o->hook_arg);
+	if (h->o->look_first && file_present(h)) {
+		h->refused = true;
+		return -EEXIST;
+	}
+	int rc = h->o->prepare ? h->o->prepare(h->o->hook_arg) : 0;
 	h->refused = rc != 0;
 	return rc;
 }
@@ -133,50 +149,27 @@ static struct file_batch *file_batch_new(struct file_be *fb, struct store_obj *o
 			.direct = direct,
 			.noreplace = true,
 			.mode = fb->shared_group ? 0640 : 0600,
-			.prepare = objs[i].prepare ? file_prepare : NULL,
+			.prepare = objs[i].prepare || objs[i].look_first ? file_prepare : NULL,
 			.arg = &hooks[i],
 		};
-		hooks[i] = (struct file_hook){&objs[i], false};
+		hooks[i] = (struct file_hook){&objs[i], dirfd_of(fb, &objs[i]), paths[i], false};
 	}
 	return b;
 }
 
-/* Write q's object under temp name tmp on the calling thread, as the
- * engines do: O_EXCL open, whole write, close, rename without replacing.
- * Only a temp file this call created is ever removed. */
+/* Write q's object under temp name tmp on the calling thread, with the
+ * thread engine's own sequence (io_write_file): O_EXCL open, whole write,
+ * close, rename. Only a temp file this call created is ever removed. */
 static int write_sync(const struct io_write_req *q, const char *tmp)
 {
-	int fd = io_openat_beneath(q->dirfd, tmp,
-				   O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC |
-					   (q->direct ? O_DIRECT : 0),
-				   q->mode ? q->mode : 0600);
-	if (fd < 0)
-		return errno == EEXIST ? -EBUSY : -errno;
-	int rc = 0;
-	size_t off = 0;
-	for (unsigned v = 0; v < q->iovcnt && !rc; v++) {
-		const char *p = q->iov[v].iov_base;
-		size_t left = q->iov[v].iov_len;
-		while (left) {
-			ssize_t k = pwrite(fd, p, left, (off_t)off);
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k <= 0) {
-				rc = k < 0 ? -errno : -EIO;
-				break;
-			}
-			p += k;
-			left -= (size_t)k;
-			off += (size_t)k;
-		}
-	}
-	if (close(fd) && errno != EINTR && !rc)
-		rc = -errno;
-	if (!rc &&
-	    renameat2(q->dirfd, tmp, q->dirfd, q->final_name, q->noreplace ? RENAME_NOREPLACE : 0))
-		rc = -errno;
-	if (rc)
-		unlinkat(q->dirfd, tmp, 0);
+	struct iovec *scratch = util_fault_malloc(q->iovcnt * sizeof(*scratch));
+	if (!scratch)
+		return -ENOMEM;
+	struct io_write_req one = *q;
+	one.tmp_name = tmp;
+	one.prepare = NULL;
+	int rc = io_write_file(&one, scratch);
+	free(scratch);
 	return rc;
 }
 
@@ -223,7 +216,8 @@ static void image_trailer(const struct io_write_req *q, struct store_trailer *ou
  *   -ENOTUNIQ  a valid object of another geometry (another instance with
  *              another layout), or no regular file: left alone
  *   1          not a valid object (wrong size for any object, a bad
- *              trailer): what a crash or another program left; to replace
+ *              trailer, another name's object): what a crash, a copy or
+ *              another program left; to replace
  * A file gone meanwhile is 1 as well: the write is made again.
  */
 static int existing_kind(const struct io_write_req *q)
@@ -233,7 +227,6 @@ static int existing_kind(const struct io_write_req *q)
 		return errno == ENOENT || errno == ELOOP ? 1 : -EEXIST;
 	struct stat st;
 	int kind = 1;
-	uint8_t *block = NULL;
 	if (fstat(fd, &st)) {
 		kind = -EEXIST;
 		goto out;
@@ -242,22 +235,20 @@ static int existing_kind(const struct io_write_req *q)
 		kind = -ENOTUNIQ;
 		goto out;
 	}
-	if (st.st_size < FORMAT_BLOCK || st.st_size % FORMAT_BLOCK)
+	if (st.st_size < FORMAT_BLOCK_MIN || st.st_size % FORMAT_BLOCK_MIN)
 		goto out;
-	block = util_fault_malloc(FORMAT_BLOCK);
-	if (!block) {
-		kind = -EEXIST; /* cannot tell: leave it */
-		goto out;
-	}
+	uint8_t tail[FORMAT_TRAILER_BYTES];
 	ssize_t n;
 	do
-		n = pread(fd, block, FORMAT_BLOCK, st.st_size - FORMAT_BLOCK);
+		n = pread(fd, tail, sizeof(tail), st.st_size - (off_t)sizeof(tail));
 	while (n < 0 && errno == EINTR);
 	struct store_trailer got, want;
-	if (n != FORMAT_BLOCK || format_trailer_read(block, &got) ||
-	    format_object_len(got.payload_len) != (uint64_t)st.st_size)
+	if (n != (ssize_t)sizeof(tail) || format_trailer_read(tail, &got) ||
+	    !format_block_of(got.payload_len, (uint64_t)st.st_size))
 		goto out;
 	image_trailer(q, &want);
+	if (got.name_hash != want.name_hash)
+		goto out; /* another page's object under this name: replace it */
 	kind = (uint64_t)st.st_size == q->len && got.pool_kind == want.pool_kind &&
 			       got.layout == want.layout && got.component == want.component &&
 			       got.component_index == want.component_index &&
@@ -266,7 +257,6 @@ static int existing_kind(const struct io_write_req *q)
 		       ? -EEXIST
 		       : -ENOTUNIQ;
 out:
-	free(block);
 	close(fd);
 	return kind;
 }
@@ -446,7 +436,7 @@ static int heal_one(struct file_be *fb, int dirfd, const char *path)
 	struct stat st;
 	struct store_trailer t;
 	bool good = fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) &&
-		    format_check_fd(fd, (uint64_t)st.st_size, &t) == 0;
+		    format_check_fd(fd, (uint64_t)st.st_size, path + bucket, &t) == 0;
 	if (fd >= 0)
 		close(fd);
 	if (good && !renameat2(dirfd, aside, dirfd, path, RENAME_NOREPLACE))

@@ -66,7 +66,7 @@ static enum verdict check_object(int bfd, const struct scan_obj *o, struct stat 
 		*err = -errno;
 		v = V_ERROR;
 	} else if (S_ISREG(st->st_mode)) {
-		int rc = format_check_fd(fd, (uint64_t)st->st_size, &t);
+		int rc = format_check_fd(fd, (uint64_t)st->st_size, o->name, &t);
 		v = rc == 0 ? V_OK : rc == -EBADMSG || rc == -ENODATA ? V_CORRUPT : V_ERROR;
 		*err = rc;
 	}

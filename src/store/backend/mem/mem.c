@@ -260,7 +260,7 @@ static int mem_remove(void *p, struct store_obj *objs, size_t n)
 		struct store_trailer t;
 		if (!o)
 			objs[i].result = -ENOENT;
-		else if (!format_check_image(o->data, o->len, &t))
+		else if (!format_check_image(o->data, o->len, objs[i].name, &t))
 			objs[i].result = -EEXIST;
 		else
 			objs[i].result = 0;

@@ -1,5 +1,6 @@
 /*
- * The store core's private structures, shared by its files:
+ * The store core's types, shared by its files; each file's functions are
+ * declared in a header of its own name (store_xfer.h for store_xfer.c):
  *
  *   store.c         open/close over a backend ops table
  *   store_work.c    work areas (a chunk's scratch), bounce slots reserved
@@ -10,6 +11,7 @@
  *                   set-lookup policy
  *   store_stream.c  streams over the backend, the store's thread
  *   store_call.c    the set/get calls, v1 and v2, synchronous and started
+ *   store_op.c      a call's op: plan, free, outcome
  *   store_cq.c      started ops that finish on their own: poll, cancel,
  *                   completion queues with an eventfd
  *   store_meta.c    lookups and deletes of pages, synchronous and started
@@ -26,8 +28,8 @@
  * context out of the table (later lookups miss it) and waits on reg_cond
  * until its references are gone before freeing it.
  */
-#ifndef HC_SRC_STORE_INTERNAL_H
-#define HC_SRC_STORE_INTERNAL_H
+#ifndef HC_SRC_STORE_TYPES_H
+#define HC_SRC_STORE_TYPES_H
 
 #include "store/backend.h"
 #include "store/format.h"
@@ -80,6 +82,7 @@ struct store_ctx {
 	size_t page_bytes;
 	size_t slot_bytes;
 	size_t alignment;
+	size_t block; /* the store's object block (format.h) */
 	unsigned nobj;
 	struct obj_desc obj[STORE_MAX_OBJS];
 	struct store_trailer tmpl; /* geometry fields of every trailer */
@@ -103,6 +106,7 @@ struct obj_job {
 	struct hc_segment seg; /* zero-copy: the pool segment */
 	uint8_t *slot;         /* bounce: the page's slot */
 	uint8_t *block;        /* where the trailer block is */
+	size_t at;             /* its place in the work's objs (set: SIZE_MAX, not written) */
 	/* set: */
 	bool looked_up; /* looked up first (set_looks_up said so) */
 	bool existed;   /* found before writing: nothing written */
@@ -113,21 +117,31 @@ struct obj_job {
 	int verdict; /* 0 or -EBADMSG */
 };
 
+/* One object of a chunk: the object as the store made it (so, whose
+ * copy in the work's objs the backend moves), its CPU work, the iovecs
+ * of its image and its name. */
+struct work_obj {
+	struct store_obj so;
+	struct obj_job job;
+	struct iovec iov[3];
+	char name[HC_NAME_MAX];
+};
+
 /* Scratch of one chunk while it is on its way; cached across chunks. */
 struct work {
 	struct work *next;
 	/* the chunk: entries [from, to) of op */
 	struct hc_store_op *op;
 	size_t from, to;
-	size_t nobj;
-	size_t ntodo; /* set: objects to write, in batch */
+	size_t nobj;  /* objects of the chunk, in item */
+	size_t nmove; /* objects the backend moves, in objs */
 	bool bounced; /* the chunk has bounce slots (struct stream) */
-	struct store_obj *todo[CHUNK_OBJS];
-	struct store_obj batch[CHUNK_OBJS];
-	char (*names)[HC_NAME_MAX];
+	struct work_obj item[CHUNK_OBJS];
+	/* The backend's array (it takes a contiguous one): a get's every
+	 * object in chunk order, a set's objects to write (item[k].job.at);
+	 * lookups and deletes (exists.c, store_meta.c) name theirs here
+	 * directly, with item[k].name. */
 	struct store_obj objs[CHUNK_OBJS];
-	struct obj_job jobs[CHUNK_OBJS];
-	struct iovec iov[CHUNK_OBJS][3];
 	uint8_t *trailers; /* CHUNK_OBJS blocks */
 	uint8_t *discard;  /* one block: read padding lands here */
 	uint8_t *bounce;
@@ -149,6 +163,9 @@ struct hc_store {
 	uint32_t tp_rank;
 	bool force_bounce;
 	bool verify;
+	size_t block; /* object block (format.h): padding and trailer */
+	/* kv_one_object_max_bytes: split or not (registry.c, objects_split) */
+	uint64_t kv_one_object_max;
 	/* the registry (registry.c) */
 	pthread_mutex_t reg_lock;
 	pthread_cond_t reg_cond; /* a context's last reference went */
@@ -249,140 +266,5 @@ struct stream {
 	unsigned bounced_live;    /* its chunks with bounce slots not over */
 	bool paused;              /* the last next() waited for one to be over */
 };
-
-/* ---- store_stats.c ---- */
-
-/* n damaged objects found by what ("get", "exists"), name one of them:
- * logged at most once per HC_LOG_INTERVAL_S, with the count since the last
- * line. */
-void store_log_bad(struct store_bad_log *l, const char *what, const char *kind, size_t n,
-		   const char *name);
-void stat_add(struct store_ctx *c, struct hc_store *st, size_t field, uint64_t v);
-uint64_t now_us(void);
-/* One batch for the store and for each distinct pool of ctxs (NULLs skipped). */
-void stat_batch(struct hc_store *st, struct store_ctx *const *ctxs, size_t nctx, size_t count_field,
-		size_t hist_field, uint64_t t0);
-/* The batch count and latency of a call that touched pools ctxs. */
-void stat_call(struct hc_store *st, struct store_ctx *const *ctxs, size_t nctx, enum transfer_op op,
-	       uint64_t t0);
-
-/* ---- store_work.c ---- */
-
-struct work *work_get(struct hc_store *st);
-void work_put(struct hc_store *st, struct work *w);
-void work_free(struct work *w);
-/* Room for bytes of bounce slots in w; 0 or -errno (named). */
-int work_bounce(struct hc_store *st, struct work *w, size_t bytes);
-/* Bounce slots of three chunks of c's pages in the store's first works. */
-int bounce_reserve(struct hc_store *st, struct store_ctx *c);
-
-/* ---- store_object.c ---- */
-
-/* Zero padding of zero-copy images (never written to). */
-extern uint8_t store_zero_block[FORMAT_BLOCK];
-/* Where an entry's page is for this chunk: its zero-copy segments and its
- * bounce slot, right after the previous entry's (*slot_off). */
-uint8_t *store_entry_page(const struct entry *e, struct work *w, size_t *slot_off,
-			  struct hc_segment *segs);
-/* Object k (object o of page e) of a chunk: its job and its iovecs. */
-void store_obj_job_init(struct hc_store *st, struct work *w, const struct entry *e, unsigned o,
-			size_t k, uint8_t *slot, const struct hc_segment *segs, uint8_t *pad);
-/* The object's trailer and, in bounce mode, its gathered page (or
- * segment) and pad. */
-void store_build_image(const struct obj_job *j);
-/* Check an object read whole (a bounce page that passes goes to the pool). */
-void store_get_check(struct obj_job *j);
-/* store_obj.arrived of a get. */
-void store_get_arrived(void *arg);
-
-/* ---- store_xfer.c ---- */
-
-/* Flatten transfers t[0..nt) into entries, checking every page and name
- * first; 0 or -errno (named). */
-int store_plan(struct hc_pool_transfer *t, size_t nt, struct store_ctx *const *ctxs, bool v1,
-	       const struct iovec *bufs, struct entry **out, size_t *nout, struct hc_key **hexkeys,
-	       const char *what);
-/* A get's entries e[0..n) (planned from t[0..nt)) must name each
- * destination page once; 0 or -EINVAL naming the page (nothing read). */
-int store_plan_check_dests(const struct hc_pool_transfer *t, size_t nt, bool v1,
-			   const struct entry *e, size_t n, const char *what);
-/* How many entries from `from` fit one chunk (objects and bounce bytes). */
-size_t store_chunk_end(const struct entry *e, size_t from, size_t n, size_t *bounce_bytes);
-int store_set_chunk_build(struct hc_store *st, struct work *w, struct entry *e, size_t from,
-			  size_t to, size_t bounce_bytes);
-void store_set_chunk_finish(struct hc_store *st, struct work *w, struct entry *e);
-int store_get_chunk_build(struct hc_store *st, struct work *w, struct entry *e, size_t from,
-			  size_t to, size_t bounce_bytes);
-void store_get_chunk_finish(struct hc_store *st, struct work *w, struct entry *e);
-/* MLA: entries of ranks that skip writes report success and go; returns
- * how many are left. */
-size_t store_drop_skipped_writes(struct entry *e, size_t n);
-
-/* ---- store_call.c ---- */
-
-/* Plan transfers t[0..nt) into a new op (its pools held until it is
- * over); 0 or a whole-call error (named). Lookups and deletes may have
- * NULL pages. */
-int store_op_plan(struct hc_store *st, struct hc_pool_transfer *t, size_t nt, enum transfer_op dir,
-		  bool v1, const struct iovec *bufs, struct hc_store_op **out, const char *what);
-void store_op_free(struct hc_store_op *o);
-/* What a finished op returns (as its synchronous call would). */
-int64_t store_op_outcome(const struct hc_store_op *o);
-
-/* ---- store_cq.c ---- */
-
-/* A started op is over: marked done, its waiter woken, or its completion
- * queue told. Takes async_lock. */
-void store_op_done(struct hc_store *st, struct hc_store_op *o);
-
-/* ---- store_meta.c ---- */
-
-/* Run a planned lookup or delete on this thread. */
-void store_meta_run(struct hc_store *st, struct hc_store_op *o);
-/* Queue a planned lookup or delete for the store's lookup thread. */
-int store_meta_queue(struct hc_store *st, struct hc_store_op *o, const char *what);
-/* Stop the lookup thread (hc_store_close; the queue is empty by then). */
-void store_meta_stop(struct hc_store *st);
-
-/* ---- store_stream.c ---- */
-
-/* Op o's entries are all over: counted, its pools released, its waiter
- * woken. */
-void store_op_over(struct stream *s, struct hc_store_op *o);
-/* Moves the stream's ops (one direction) until it has none left. */
-void store_stream_run(struct stream *s);
-/* The store's thread: runs the queued ops. */
-void *store_async_main(void *arg);
-
-/* ---- registry.c ---- */
-
-/* The pools of transfers t[0..nt) (anchor: t[i].pool is ignored and every
- * transfer means the anchor, as v1 calls), looked up under one lock:
- * ctxs[i] gets transfer i's, held[0..*nheld) the distinct ones, each
- * holding a reference. A pool that is not registered fails the call with
- * -EINVAL naming it (nothing held), unless missing_ok: then ctxs[i] is
- * NULL. */
-int store_hold(struct hc_store *st, const struct hc_pool_transfer *t, size_t nt, bool anchor,
-	       bool missing_ok, struct store_ctx **ctxs, struct store_ctx **held, size_t *nheld,
-	       const char *what);
-/* Give back references taken by store_hold (n may be 0). */
-void store_release(struct hc_store *st, struct store_ctx *const *held, size_t n);
-/* Free every context (hc_store_close). */
-void store_registry_free(struct hc_store *st);
-
-/* ---- names.c ---- */
-
-/* The physical name of object o of the page named by key (or, key NULL,
- * by a caller's name, checked by store_name_check) into out
- * (HC_NAME_MAX bytes). Returns 0, or a negative errno with out "" (a name
- * that does not fit: registration makes that impossible). */
-int store_object_name(const struct store_ctx *c, const struct hc_key *key, const char *name,
-		      unsigned o, char *out);
-/* Check the caller's name of page j of transfer t against pool c (see
- * store.h, Keys). Returns 0 or -EINVAL naming it. */
-int store_name_check(const struct store_ctx *c, const char *name, size_t t, size_t j,
-		     const char *what);
-/* Is name a key's hex (64 lowercase hex digits)? Then *key gets it. */
-bool store_name_is_key(const char *name, struct hc_key *key);
 
 #endif
