@@ -37,7 +37,8 @@ The C bench and the adapter do the same work, step by step:
     payload per second.
 The adapter's pool has the C bench's object geometry: MHA, page_first, one
 layer and head, K half then V half of each page (zero-copy: _k and _v objects
-of page_bytes / 2); --page-tokens 64 gives SGLang's 64 tokens per page in
+of page_bytes / 2; with --kv-one-object-max at or above the page, one object
+of the page through a bounce slot); --page-tokens 64 gives SGLang's 64 tokens per page in
 bf16, so each call also converts 64 * 128 host indices. O_DIRECT for both
 hicache sides. Every get is cold: each run writes fresh directories and the
 page cache (with dentries and inodes) is dropped before every get, as root.
@@ -47,9 +48,14 @@ removed and the next run waits a minute. Ratios are per run (the sides of a
 run ran within seconds of each other); the table gives their mean with its
 standard error, GB/s the medians.
 
+--kv-one-object-max SIZE sets the config key kv_one_object_max_bytes for
+the adapter, the paired calls and (through its environment variable) the C
+bench: pages of at most SIZE are one object through a bounce slot instead
+of zero-copy _k and _v (docs/SGLANG.md, "Small pages").
+
 usage: bench/python_adapter.py [--dir BASE] [--runs N] [--pages N] [--calls K] [--bin HICACHE]
          [--sizes 64K,512K,2M] [--slots distinct|reuse] [--huge-pages thp|off]
-         [--page-tokens T] [--keep]
+         [--page-tokens T] [--kv-one-object-max SIZE] [--keep]
 Run it under `flock /tmp/hicache-bench.lock` (bench/python_adapter.sh does).
 """
 import argparse
@@ -78,6 +84,7 @@ import hicache  # noqa: E402
 import hicache.sglang as hs  # noqa: E402
 
 PS = 1  # tokens per page: --page-tokens
+ONE_OBJECT_MAX = 0  # --kv-one-object-max
 HUGE = 2 << 20
 MADV_POPULATE_WRITE = 23  # Linux 5.14
 GIB = 1 << 30
@@ -160,6 +167,8 @@ def config(d):
     extra = {"backend_name": "hicache", "module_path": "hicache.sglang", "class_name": "HiCacheHicache",
              "interface_v1": 1, "backend": "file", "dirs": [d], "use_direct_io": True,
              "l3_cleaner_interval_s": 0}  # as the C bench: no cleaner mid-run
+    if ONE_OBJECT_MAX:
+        extra["kv_one_object_max_bytes"] = ONE_OBJECT_MAX
     return hs.HiCacheStorageConfig(tp_rank=0, tp_size=1, pp_rank=0, pp_size=1, attn_cp_rank=0,
                                    attn_cp_size=1, is_mla_model=False, enable_storage_metrics=False,
                                    is_page_first_layout=True, model_name="bench", extra_config=extra)
@@ -194,7 +203,10 @@ def c_bench(binary, op, d, w, seed, huge):
         # (counted as corrupt), and the adapter side is compared byte for
         # byte.
         cmd += ["--drop-caches", "--pool-warmup", "on"]
-    r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    env = dict(os.environ)
+    if ONE_OBJECT_MAX:
+        env["HICACHE_KV_ONE_OBJECT_MAX_BYTES"] = str(ONE_OBJECT_MAX)
+    r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout)
     if r["errors"] or (op == "get" and (r["hits"] != w.total or r["corrupt"])):
         sys.exit("python_adapter: C bench %s failed: %s" % (op, r))
     return r["gbps"]
@@ -230,8 +242,12 @@ def adapter(hp, d, w):
     idx = torch.arange(hp.size, dtype=torch.int64)
     b = hs.HiCacheHicache(config(d), {})
     b.register_mem_pool_host(hp)
-    if not b.store.pool_info("kv")["zero_copy"]:
-        sys.exit("python_adapter: the adapter's pool is not zero-copy")
+    info = b.store.pool_info("kv")
+    one = w.page_bytes <= ONE_OBJECT_MAX
+    if info["objects"] != (1 if one else 2) or (not one and not info["zero_copy"]):
+        sys.exit("python_adapter: the adapter's pool has %d object(s) per page, %s; expected %s" % (
+            info["objects"], "zero-copy" if info["zero_copy"] else "bounce",
+            "one (bounce)" if one else "two, zero-copy"))
     st = timed_calls(hp, w, lambda at, n, s0: b.batch_set_v1(w.keys[at:at + n], idx[s0 * PS:(s0 + n) * PS]),
                      "adapter set", fill=True)
     warm_pool(b.batch_get_v1, w, idx)
@@ -306,7 +322,7 @@ def paired(hp, d, keys, batch, flip):
 
 
 def loop(hp, d, w):
-    """SGLang's HiCacheFile, per ENGINES.md section 6, through the same
+    """SGLang's HiCacheFile, as SGLang's hicache_storage.py implements it (docs/SGLANG.md), through the same
     slots as the other sides."""
     os.makedirs(d)
     paths = [os.path.join(d, "%s_bench_0_1.bin" % k) for k in w.keys]
@@ -371,12 +387,17 @@ def main():
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--huge-pages", dest="huge", choices=("thp", "off"), default="thp",
                     help="both pools: transparent huge pages (the C bench's default) or 4 KiB pages")
+    ap.add_argument("--kv-one-object-max", dest="one_max", type=size_arg, default=0,
+                    help="kv_one_object_max_bytes: pages of at most this size are one object (0 = off)")
     ap.add_argument("--page-tokens", type=int, default=1,
                     help="tokens per page: 1 (default) is the C bench's geometry, 1-byte elements; "
                          "more (SGLang: 64) gives bf16 pages of that many tokens, the same bytes")
     a = ap.parse_args()
-    global PS
+    global PS, ONE_OBJECT_MAX
     PS = a.page_tokens
+    if a.one_max < 0:
+        sys.exit("python_adapter: --kv-one-object-max must be >= 0")
+    ONE_OBJECT_MAX = a.one_max
     sizes = [(s, size_arg(s)) for s in a.sizes.split(",")]
     total = a.pages * a.calls
     # C, adapter, the paired halves and the loop, with trailer blocks.
@@ -416,8 +437,9 @@ def main():
                 row["loop_set"].append(st)
                 row["loop_get"].append(gt)
                 del hp, w
-        print("%d calls of %d pages, slots %s, O_DIRECT, cold gets, %d runs; GB/s medians, ratios the mean"
-              " of the runs' ratios ± its standard error" % (a.calls, a.pages, a.slots, a.runs))
+        print("%d calls of %d pages, slots %s, O_DIRECT, cold gets, %d runs, kv_one_object_max_bytes %d;"
+              " GB/s medians, ratios the mean of the runs' ratios ± its standard error" % (
+                  a.calls, a.pages, a.slots, a.runs, ONE_OBJECT_MAX))
         print("| page | op | C bench | adapter | adapter/C | adapter/bare call, paired | SGLang-style loop"
               " | adapter/loop |")
         print("|---|---|---|---|---|---|---|---|")

@@ -11,7 +11,11 @@ each pool of a hybrid model). Pools are wrapped where they are: pages move
 straight between SGLang's host tensors and storage (zero-copy) for the
 layouts SGLang's NIXL backend moves so (page_first, page_first_direct;
 under O_DIRECT only when every buffer base and page stride is aligned), else
-through the store's bounce slots, under the same names either way. Names
+through the store's bounce slots, under the same names either way; with
+hicache's config key kv_one_object_max_bytes in the extra config, an MHA
+page of those layouts up to that size is one object of the flat page
+instead, through a bounce slot (fewer files for small pages; it changes
+names, so every instance sharing a store sets it alike). Names
 follow SGLang's rule (sglang_names.py: model, TP ranks unless MLA, PP and
 attention-CP ranks when there are several); the element type goes into each
 object's geometry tag. docs/SGLANG.md has the whole story.
@@ -194,7 +198,8 @@ ADAPTER_KEYS = frozenset({"backend", "force_bounce", "log_level"})
 
 # Layouts whose pages SGLang's NIXL backend moves without a copy; the
 # others go through bounce slots under the plain "<key><suffix>" name, as
-# NIXL names them.
+# NIXL names them. (The store, not this list, decides that a small page
+# of these layouts is one object: kv_one_object_max_bytes.)
 ZERO_COPY_LAYOUTS = ("page_first", "page_first_direct")
 
 # Side pools whose pages hold KV (their element type may be SGLang's
