@@ -22,9 +22,9 @@
 # cannot be installed: not root, no apt-get); the reason is in DIR/skip and
 # on stderr. Tests skip on that, and only on that.
 #
-# Facts behind the settings: shared/S3-TESTING.md (stop order gateway, OSD,
-# monitor; a zombie counts as exited; CEPH_KEYRING/CEPH_ARGS must be unset;
-# a short Paxos interval; mon_data_avail_crit lowered).
+# Settings learnt on a single-host Ceph: stop the gateway, then the OSD,
+# then the monitor; a zombie counts as exited; CEPH_KEYRING/CEPH_ARGS must be
+# unset; a short Paxos interval; mon_data_avail_crit lowered (docs/S3.md).
 set -euo pipefail
 unset CEPH_KEYRING CEPH_ARGS CEPH_CONF
 

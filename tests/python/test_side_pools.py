@@ -1,5 +1,5 @@
-"""Side pools under O_DIRECT, and batch_exists_v2 against ENGINES.md's
-contract.
+"""Side pools under O_DIRECT, and batch_exists_v2 against SGLang's
+contract (written out in contract() below).
 
 A zero-copy object is written from and read into the pool's own memory, so
 under O_DIRECT every segment's base and stride must be multiples of the
@@ -87,7 +87,7 @@ def test_aligned_strides_zero_copy(tmp_path):
     b.close()
 
 
-# ---- batch_exists_v2: ENGINES.md section 1, written out ----
+# ---- batch_exists_v2: SGLang's hit policies, written out ----
 
 def contract(kv_present, n, transfers):
     """kv = longest KV prefix; per transfer, until the result is 0 (an
@@ -95,7 +95,7 @@ def contract(kv_present, n, transfers):
     pool lacks (kv if none); TRAILING_PAGES, N = max(1, len(keys)): the
     largest p in (0, kv] with pages [max(0, p - N), p) present (0 if none),
     so a prefix shorter than the window counts; the result is the minimum.
-    (REFERENCE.md section 3; ENGINES.md's summary leaves out the max(0, .).)"""
+    (SGLang's HiCacheStorage.batch_exists_v2 with its hit policies.)"""
     kv = 0
     while kv < n and kv in kv_present:
         kv += 1

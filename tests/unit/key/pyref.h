@@ -1,6 +1,6 @@
 /*
  * The reference for page keys: Python's hashlib computing the same chain,
- * written from the specification (REFERENCE.md section 2), not from the C.
+ * written from the specification (SGLang's chained page hash, include/hicache/key.h), not from the C.
  * Tokens go to it as decimal text, so it does its own little-endian
  * encoding, and it computes the namespace seed itself.
  */
