@@ -13,8 +13,9 @@
 #            invalidate=0: no posix_fadvise calls per file, which O_DIRECT does
 #            not need and hicache does not make
 #
-# A hicache object is the page plus a 4 KiB trailer block (docs/FORMAT.md), so
-# it moves S + 4096 bytes per file where fio moves S: every GB/s here is page
+# A hicache object is the page plus a trailer block (the file system's
+# direct-I/O block, docs/FORMAT.md), so it moves a little more per file than
+# fio's S: every GB/s here is page
 # payload (S per file) for both, 10^9 bytes/s.
 #
 # Reads are cold for both: O_DIRECT, after sync and a page-cache drop (as root;
@@ -387,7 +388,7 @@ table() {
 }
 echo
 echo "hicache/fio, median of $runs run(s); GB/s = 10^9 bytes of page payload per second (hicache"
-echo "files also carry a 4 KiB trailer block, not counted). Batch/iodepth $batch, O_DIRECT, io_uring."
+echo "files also carry a trailer block, not counted). Batch/iodepth $batch, O_DIRECT, io_uring."
 echo
 table | tee "$work/table.md"
 if [ -n "$out" ]; then
