@@ -1,14 +1,10 @@
-/* The CLI's shared helpers: the table-driven option parser (cli_opts.h)
- * and the one way a failure is reported (cli_report). */
+/* The CLI's table-driven option parser (cli_opts.h). */
 #define _GNU_SOURCE
 #include "cli_opts.h"
 
 #include "commands.h"
 
-#include <hicache/hicache.h>
-
 #include <errno.h>
-#include <stdio.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -237,10 +233,4 @@ int cli_opts_parse(const char *cmd, const struct cli_opt *table, size_t n,
 	}
 	*first = optind;
 	return 0;
-}
-
-void cli_report(const char *what, int rc)
-{
-	const char *detail = hc_last_error();
-	fprintf(stderr, "hicache: %s: %s\n", what, detail[0] ? detail : hc_strerror(rc));
 }
