@@ -7,11 +7,11 @@
 #   (curl: --parallel-max 1, 8, 32)
 #
 # hicache: `hicache bench store --backend s3 --mla` (one object per page:
-# the page plus its 4 KiB trailer block), the whole run in one store call
+# the page plus its 512-byte trailer block), the whole run in one store call
 # (--batch = pages; the store hands the backend chunks of 128 objects). Its
 # set is an exists (parallel HEADs) then the PUTs; its get checks every
 # trailer and XXH3 checksum. curl: one process, one request per object of the
-# same size (page + 4096 bytes), connections reused. Both send
+# same size (page + 512 bytes), connections reused. Both send
 # x-amz-content-sha256: UNSIGNED-PAYLOAD, so neither hashes; the column
 # "signed" is hicache's default, which SHA-256-hashes every body.
 # MB/s are 10^6 bytes of page payload per second, median of --runs runs; the
@@ -106,7 +106,7 @@ med() {
 # curl --parallel: prints MB/s of page payload.
 curl_run() { # method page_bytes pages inflight prefix
 	local cfg=$tmp/curl.cfg t0 t1
-	curl_config "$1" $(($2 + 4096)) "$3" "$5" "$cfg"
+	curl_config "$1" $(($2 + 512)) "$3" "$5" "$cfg"
 	t0=$(date +%s%N)
 	curl --parallel --parallel-max "$4" --no-progress-meter --max-time 120 -K "$cfg" \
 		2>"$tmp/curl.err" ||
@@ -133,7 +133,7 @@ rows=()
 for si in 0 1 2; do
 	bytes=${sizes[$si]}
 	pages=$((mib * 1048576 / bytes))
-	head -c $((bytes + 4096)) /dev/urandom >"$tmp/body.$((bytes + 4096))"
+	head -c $((bytes + 512)) /dev/urandom >"$tmp/body.$((bytes + 512))"
 	for inflight in "${inflights[@]}"; do
 		declare -a hp=() hg=() cp=() cg=() sp=()
 		for ((r = 0; r < runs; r++)); do

@@ -10,7 +10,7 @@
 #                              (buffered, from the page cache: the CPU cost alone)
 # Every run uses an MLA pool (--mla: one object, i.e. one file, per page), O_DIRECT
 # unless said, batch = io_depth = 32, pages of 64 KiB and 2 MiB. GB/s are 10^9 bytes
-# of page payload per second; objects also carry a 4 KiB trailer block.
+# of page payload per second; objects also carry a trailer block.
 #
 # Each set writes into a fresh directory; all are created first and deleted only at
 # the end (creating files right after deleting many is slow on a journal-less ext4:
