@@ -157,36 +157,32 @@ static struct file_batch *file_batch_new(struct file_be *fb, struct store_obj *o
 	return b;
 }
 
-/* Write q's object under temp name tmp on the calling thread, with the
- * thread engine's own sequence (io_write_file): O_EXCL open, whole write,
- * close, rename. Only a temp file this call created is ever removed. */
-static int write_sync(const struct io_write_req *q, const char *tmp)
+/* Write q's object again on the calling thread, with the thread engine's
+ * own sequence (io_write_file: O_EXCL open, whole write, close, rename),
+ * under fresh temp names "<bucket>/.tmp.<kind>.<nonce>" while the name is
+ * taken (-EBUSY: another writer's, a nonce clash or a planted file). The
+ * image is whole (prepare ran before the first open). replace: rename
+ * over what is under the final name. Only a temp file this call created
+ * is ever removed. */
+static int write_sync(const struct io_write_req *q, const char *kind, bool replace)
 {
 	struct iovec *scratch = util_fault_malloc(q->iovcnt * sizeof(*scratch));
 	if (!scratch)
 		return -ENOMEM;
 	struct io_write_req one = *q;
-	one.tmp_name = tmp;
 	one.prepare = NULL;
-	int rc = io_write_file(&one, scratch);
-	free(scratch);
-	return rc;
-}
-
-/* A write whose temp name was taken (-EBUSY): the name belongs to another
- * writer (a nonce clash, or a file planted there). Again under fresh
- * nonces; the image is whole (prepare ran before the open). */
-static int write_retry(const struct io_write_req *q)
-{
+	one.noreplace = q->noreplace && !replace;
 	const char *slash = strchr(q->tmp_name, '/');
 	size_t bucket = slash ? (size_t)(slash - q->tmp_name) + 1 : 0;
+	char tmp[TMP_NAME_MAX];
 	int rc = -EBUSY;
 	for (int t = 0; t < TEMP_RETRIES && rc == -EBUSY; t++) {
-		char tmp[TMP_NAME_MAX];
-		snprintf(tmp, sizeof(tmp), "%.*s.tmp.retry.%016llx", (int)bucket, q->tmp_name,
+		snprintf(tmp, sizeof(tmp), "%.*s.tmp.%s.%016llx", (int)bucket, q->tmp_name, kind,
 			 (unsigned long long)file_random_nonce());
-		rc = write_sync(q, tmp);
+		one.tmp_name = tmp;
+		rc = io_write_file(&one, scratch);
 	}
+	free(scratch);
 	return rc;
 }
 
@@ -270,17 +266,7 @@ static int write_over_invalid(const struct io_write_req *q)
 	int kind = existing_kind(q);
 	if (kind != 1)
 		return kind;
-	struct io_write_req again = *q;
-	again.noreplace = false;
-	const char *slash = strchr(q->tmp_name, '/');
-	size_t bucket = slash ? (size_t)(slash - q->tmp_name) + 1 : 0;
-	int rc = -EBUSY;
-	for (int t = 0; t < TEMP_RETRIES && rc == -EBUSY; t++) {
-		char tmp[TMP_NAME_MAX];
-		snprintf(tmp, sizeof(tmp), "%.*s.tmp.fix.%016llx", (int)bucket, q->tmp_name,
-			 (unsigned long long)file_random_nonce());
-		rc = write_sync(&again, tmp);
-	}
+	int rc = write_sync(q, "fix", true);
 	if (!rc)
 		log_info("file store: replaced an invalid file under %s", q->final_name);
 	return rc;
@@ -296,7 +282,7 @@ static void file_batch_end(struct file_be *fb, struct file_batch *b)
 			struct io_write_req *q = &((struct io_write_req *)file_batch_reqs(b))[i];
 			const struct file_hook *h = q->arg;
 			if (q->result == -EBUSY)
-				q->result = write_retry(q);
+				q->result = write_sync(q, "retry", false);
 			if (q->result == -EEXIST && q->noreplace && !(h && h->refused))
 				q->result = write_over_invalid(q);
 			o->result = q->result;
